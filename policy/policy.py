@@ -1,0 +1,122 @@
+"""The context policy: an immutable, versioned set of rules the assembler obeys.
+
+A policy is data. Its ``version`` names it for humans; its ``fingerprint`` is
+a hash of every field, so two assemblies that report the same
+``policy_version`` provably ran under the same rules.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import timedelta
+
+from pydantic import Field, field_serializer
+
+from policy.enums import FreshnessClass, PrivacyClass
+from policy.records import Record, canonical_json
+
+_ALL = frozenset(PrivacyClass)
+_NOT_SECRET = _ALL - {PrivacyClass.SECRET_ADJACENT}
+
+
+class ProviderRoute(Record):
+    """What one provider route may receive."""
+
+    name: str
+    allowed: frozenset[PrivacyClass]
+    """Privacy classes whose compact records (memories, summaries) may be sent."""
+    raw_allowed: frozenset[PrivacyClass]
+    """Privacy classes whose raw artifact bytes may be rehydrated; a subset of
+    ``allowed`` (a class whose summary is denied never has its raw sent)."""
+
+    @field_serializer("allowed", "raw_allowed")
+    def _sorted(self, classes: frozenset[PrivacyClass]) -> list[str]:
+        # Set iteration order depends on the hash seed; the fingerprint must not.
+        return sorted(c.value for c in classes)
+
+
+FAIL_CLOSED_ROUTE = ProviderRoute(
+    name="fail-closed",
+    allowed=frozenset({PrivacyClass.PUBLIC}),
+    raw_allowed=frozenset({PrivacyClass.PUBLIC}),
+)
+"""Used for a route the policy does not know: only public records pass."""
+
+
+DEFAULT_ROUTES: tuple[ProviderRoute, ...] = (
+    ProviderRoute(name="local", allowed=_ALL, raw_allowed=_NOT_SECRET),
+    ProviderRoute(name="scripted", allowed=_ALL, raw_allowed=_NOT_SECRET),
+    ProviderRoute(
+        name="openai",
+        allowed=_NOT_SECRET,
+        # Google's API terms restrict sending Google-derived user data to other
+        # model vendors; a summary with a revalidation hint is allowed, the raw
+        # body is not.
+        raw_allowed=frozenset({PrivacyClass.PUBLIC, PrivacyClass.USER, PrivacyClass.OAUTH}),
+    ),
+    ProviderRoute(
+        name="public-only",
+        allowed=frozenset({PrivacyClass.PUBLIC}),
+        raw_allowed=frozenset({PrivacyClass.PUBLIC}),
+    ),
+)
+
+
+DEFAULT_FRESHNESS_TTL: dict[FreshnessClass, timedelta | None] = {
+    FreshnessClass.VOLATILE: timedelta(minutes=15),
+    FreshnessClass.SESSION: timedelta(hours=12),
+    FreshnessClass.BOUNDED: timedelta(days=1),
+    FreshnessClass.DURABLE: timedelta(days=30),
+    FreshnessClass.PERMANENT: None,
+}
+"""Used when a memory carries no explicit ``stale_after``."""
+
+
+class ContextPolicy(Record):
+    """Every knob of context assembly; frozen, hashed, versioned."""
+
+    version: str = "dossier-default/1"
+    """Human name of the rule set; bump it whenever a default changes."""
+    routes: tuple[ProviderRoute, ...] = DEFAULT_ROUTES
+    default_token_budget: int = 2048
+    """Prompt token budget when the generation boundary sets none."""
+    message_window: int = 4
+    """Most recent transcript messages kept verbatim."""
+    keep_older_user_messages: bool = True
+    """Older user messages compete for the budget instead of being dropped:
+    what the user said stays available after the window moves on."""
+    max_message_chars: int = 4000
+    """Longer transcript messages are cut, with a marker, in the context."""
+    stale_handling: str = Field(default="marker", pattern="^(marker|omit)$")
+    """``marker``: stale memories appear as markers without their values and
+    with revalidation hints; ``omit``: they are dropped."""
+    freshness_ttl: dict[FreshnessClass, timedelta | None] = Field(
+        default_factory=lambda: dict(DEFAULT_FRESHNESS_TTL)
+    )
+    max_memories: int = 48
+    """Upper bound on tool memories rendered (after priority ordering)."""
+    max_error_chars: int = 600
+    """Retry-critical errors are kept verbatim up to this length."""
+    rehydration_item_bytes: int = 4096
+    rehydration_total_bytes: int = 12288
+
+    def route(self, name: str) -> ProviderRoute | None:
+        """The route called ``name``, or ``None`` when the policy has none."""
+        for route in self.routes:
+            if route.name == name:
+                return route
+        return None
+
+    @property
+    def fingerprint(self) -> str:
+        """sha256 over the canonical JSON of every field."""
+        data = self.model_dump(mode="json")
+        return hashlib.sha256(canonical_json(data).encode()).hexdigest()
+
+    @property
+    def version_tag(self) -> str:
+        """``<version>#<fingerprint prefix>``: what assemblies record."""
+        return f"{self.version}#{self.fingerprint[:12]}"
+
+
+DEFAULT_POLICY = ContextPolicy()
