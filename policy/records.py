@@ -128,7 +128,8 @@ class MessageRecord(Record):
     tool_calls: tuple[ToolCallRequest, ...] = ()
     """Tool calls the assistant made in this message (legacy replay shows them)."""
     model_run_id: str | None = None
-    visibility: VisibilityScope = VisibilityScope.CONVERSATION
+    visibility: VisibilityScope = VisibilityScope.BRANCH
+    """Transcript messages belong to their branch; sibling branches never see them."""
     shared_with: tuple[str, ...] = ()
 
 

@@ -1,0 +1,278 @@
+"""Derive compact tool memories from raw artifacts, deterministically.
+
+A derived memory keeps what a later model call needs to *use* a result
+(counts, totals, identifiers, the error that must be fixed, the handle of a
+generated file) and a locator back to the exact raw bytes for anything else.
+Derivation never invents: every value in a summary is copied from the payload.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from datetime import datetime
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from pydantic import Field
+
+from policy.enums import FreshnessClass, ToolCallStatus
+from policy.errors import DerivationError
+from policy.records import Locator, Record, canonical_json
+from policy.rehydrate import decode_payload
+from policy.tools import ResultKind, ToolSpec
+
+FILE_CONTENT_TYPE = "application/vnd.dossier.file+json"
+"""Content type of a generated-file handle ``{"name", "bytes", "sha256", "uri"}``."""
+
+_ID_HINTS = ("id", "email", "name", "title", "status", "date", "url", "number", "code")
+_MAX_ITEMS = 8
+_MAX_VALUE = 80
+
+
+class MemoryDraft(Record):
+    """A tool memory before it is written to the graph."""
+
+    subject_key: str
+    title: str
+    summary: str
+    payload: dict[str, Any] = Field(default_factory=dict)
+    confidence: float
+    confidence_source: str
+    rationale: str
+    limitations: str = ""
+    freshness: FreshnessClass
+    stale_after: datetime | None
+    revalidate_with: tuple[str, ...]
+    locators: tuple[Locator, ...]
+
+
+def subject_key(spec: ToolSpec, arguments: dict[str, Any]) -> str:
+    """Tool name plus the identifying arguments, canonically."""
+    keys = spec.key_args if spec.key_args is not None else tuple(sorted(arguments))
+    return f"{spec.name}:{canonical_json({k: arguments.get(k) for k in keys})}"
+
+
+def derive_memory(
+    spec: ToolSpec,
+    artifact_id: str,
+    arguments: dict[str, Any],
+    status: ToolCallStatus,
+    raw: bytes,
+    content_type: str,
+    observed_at: datetime,
+) -> MemoryDraft:
+    """Derive the model-facing memory of one captured artifact.
+
+    Args:
+        spec: the tool's spec (freshness, revalidation, result kind).
+        artifact_id: the artifact the memory cites.
+        arguments: the call's raw arguments.
+        status: how the call ended.
+        raw: the captured result bytes (the error text for a failed call).
+        content_type: the captured content type.
+        observed_at: when the result was captured.
+
+    Returns:
+        The draft. A payload that does not parse as its declared kind yields a
+        low-confidence text memory rather than an error: nothing is lost, the
+        raw bytes stay in the artifact.
+    """
+    title = f"{spec.name}({_compact_args(arguments)})"
+    whole = (Locator(artifact_id=artifact_id),)
+    if status is ToolCallStatus.FAILED:
+        summary, payload = _error_summary(decode_payload(raw))
+        return _draft(spec, arguments, title, f"{title} FAILED: {summary}", payload, 1.0,
+                      "captured error", whole, observed_at, FreshnessClass.VOLATILE)
+    kind = _kind(spec.result_kind, content_type, raw)
+    text = decode_payload(raw)
+    try:
+        if kind == "file":
+            summary, payload = _file_summary(text)
+            return _draft(spec, arguments, title, summary, payload, 1.0, "file handle", whole,
+                          observed_at, FreshnessClass.PERMANENT)
+        if kind == "csv":
+            summary, payload, locators = _csv_summary(text, artifact_id)
+        elif kind in ("json", "search"):
+            summary, payload = _json_summary(json.loads(text))
+            locators = whole
+        else:
+            summary, payload, locators = _text_summary(text), {}, whole
+    except (ValueError, csv.Error) as exc:
+        draft = _draft(spec, arguments, title, f"{title}: unparsed {kind} result, {len(raw)} bytes",
+                       {}, 0.3, "parse failure", whole, observed_at, spec.freshness)
+        return draft.model_copy(update={"limitations": f"could not parse as {kind}: {exc}"})
+    return _draft(spec, arguments, title, f"{title} → {summary}", payload, 0.95,
+                  f"{kind} deriver", locators, observed_at, spec.freshness)
+
+
+def _draft(spec, arguments, title, summary, payload, confidence, source, locators, observed_at, freshness):
+    stale_after = observed_at + spec.ttl if spec.ttl is not None else None
+    return MemoryDraft(
+        subject_key=subject_key(spec, arguments),
+        title=title,
+        summary=summary,
+        payload=payload,
+        confidence=confidence,
+        confidence_source=source,
+        rationale=f"derived from the raw {spec.name} result by the {source}",
+        freshness=freshness,
+        stale_after=stale_after,
+        revalidate_with=spec.revalidate_with or (spec.name,),
+        locators=tuple(locators),
+    )
+
+
+def _compact_args(arguments: dict[str, Any]) -> str:
+    parts = [f"{k}={_scalar(v)}" for k, v in sorted(arguments.items())]
+    text = ", ".join(parts)
+    return text if len(text) <= 120 else text[:119] + "…"
+
+
+def _scalar(value: Any) -> str:
+    text = value if isinstance(value, str) else canonical_json(value)
+    return text if len(text) <= _MAX_VALUE else text[: _MAX_VALUE - 1] + "…"
+
+
+def _kind(declared: ResultKind, content_type: str, raw: bytes) -> ResultKind:
+    if declared != "auto":
+        return declared
+    if content_type == FILE_CONTENT_TYPE:
+        return "file"
+    if "csv" in content_type:
+        return "csv"
+    stripped = raw.lstrip()[:1]
+    if "json" in content_type or stripped in (b"{", b"["):
+        return "json"
+    return "text"
+
+
+def _error_summary(text: str) -> tuple[str, dict[str, Any]]:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    if not lines:
+        return "no error text", {}
+    last = lines[-1]
+    return last, {"error": last, "lines": len(lines)}
+
+
+def _file_summary(text: str) -> tuple[str, dict[str, Any]]:
+    handle = json.loads(text)
+    if not isinstance(handle, dict) or "name" not in handle:
+        raise DerivationError("a file handle needs at least a name")
+    size = f", {handle['bytes']} bytes" if "bytes" in handle else ""
+    sha = f", sha256 {str(handle['sha256'])[:12]}" if "sha256" in handle else ""
+    uri = f" at {handle['uri']}" if "uri" in handle else ""
+    return f"generated file {handle['name']}{size}{sha}{uri}", {"file": handle}
+
+
+def _number(text: str) -> Decimal | None:
+    try:
+        return Decimal(text.replace(",", "")) if text.strip() else None
+    except InvalidOperation:
+        return None
+
+
+def _csv_summary(text: str, artifact_id: str) -> tuple[str, dict[str, Any], tuple[Locator, ...]]:
+    rows = list(csv.reader(io.StringIO(text)))
+    if not rows:
+        raise ValueError("empty CSV")
+    header, body = rows[0], [row for row in rows[1:] if row]
+    stats: list[str] = []
+    totals: dict[str, str] = {}
+    for index, column in enumerate(header):
+        values = [_number(row[index]) for row in body if index < len(row)]
+        if body and values and all(v is not None for v in values):
+            total, low, high = sum(values), min(values), max(values)
+            totals[column] = str(total)
+            if len(stats) < 3:
+                stats.append(f"{column} sum {total} (min {low}, max {high})")
+    summary = f"{len(body)} rows × {len(header)} cols [{','.join(header)}]"
+    if stats:
+        summary += "; " + "; ".join(stats)
+    payload = {"rows": len(body), "columns": header, "sums": totals}
+    return summary, payload, (Locator(artifact_id=artifact_id, kind="rows", start=1, end=max(len(body), 1)),)
+
+
+def _json_summary(data: Any) -> tuple[str, dict[str, Any]]:
+    if isinstance(data, list):
+        return _list_summary(data, "items")
+    if isinstance(data, dict):
+        parts: list[str] = []
+        facts: dict[str, str] = {}
+        entity = _entity(data)
+        for key in sorted(data):
+            value = data[key]
+            if isinstance(value, list):
+                inner, _ = _list_summary(value, key)
+                parts.append(inner)
+            elif isinstance(value, dict):
+                parts.append(f"{key}: {_flat(value)}")
+            elif value is not None:
+                parts.append(f"{key}={_scalar(value)}")
+                if entity:
+                    facts[f"{entity}.{key}"] = _scalar(value)
+        return "; ".join(parts), {"facts": facts} if facts else {}
+    return _scalar(data), {}
+
+
+def _entity(record: dict[str, Any]) -> str | None:
+    for key in sorted(record):
+        if (key == "id" or key.endswith("_id")) and isinstance(record[key], (str, int)):
+            return str(record[key])
+    return None
+
+
+def _flat(record: dict[str, Any]) -> str:
+    pairs = [f"{k}={_scalar(v)}" for k, v in sorted(record.items()) if v is not None and not isinstance(v, (list, dict))]
+    return ", ".join(pairs[:10])
+
+
+def _list_summary(items: list[Any], label: str) -> tuple[str, dict[str, Any]]:
+    if not items:
+        return f"{label}: none", {"count": 0}
+    if all(isinstance(item, dict) for item in items):
+        shown = []
+        for item in items[:_MAX_ITEMS]:
+            keys = [k for k in sorted(item) if any(h in k.lower() for h in _ID_HINTS)]
+            keys = keys or sorted(item)[:3]
+            shown.append("{" + ", ".join(f"{k}={_scalar(item[k])}" for k in keys if item[k] is not None) + "}")
+        more = f" (+{len(items) - _MAX_ITEMS} more)" if len(items) > _MAX_ITEMS else ""
+        return f"{label}: {len(items)} — " + "; ".join(shown) + more, {"count": len(items)}
+    shown = ", ".join(_scalar(item) for item in items[:_MAX_ITEMS])
+    more = f" (+{len(items) - _MAX_ITEMS} more)" if len(items) > _MAX_ITEMS else ""
+    return f"{label}: {len(items)} — {shown}{more}", {"count": len(items)}
+
+
+def _text_summary(text: str) -> str:
+    lines = text.strip().splitlines()
+    first = " ".join(lines[0].split()) if lines else ""
+    first = first if len(first) <= 160 else first[:159] + "…"
+    return f"{first} ({len(lines)} lines)" if len(lines) > 1 else first
+
+
+def link_memory(
+    new_subject: str,
+    new_facts: dict[str, str],
+    existing: list[tuple[str, str, dict[str, str]]],
+) -> tuple[list[str], list[str]]:
+    """Which existing memories a new one supersedes, and which it contradicts.
+
+    Args:
+        new_subject: the new memory's subject key.
+        new_facts: its ``payload["facts"]`` (``entity.attribute`` -> value).
+        existing: ``(memory_id, subject_key, facts)`` of the live memories it
+            could relate to, oldest first.
+
+    Returns:
+        ``(supersedes, conflicts_with)``: ids of same-subject memories, and ids
+        of other-subject memories asserting a different value for a shared fact.
+    """
+    supersedes = [memory_id for memory_id, subject, _ in existing if subject == new_subject]
+    conflicts = [
+        memory_id
+        for memory_id, subject, facts in existing
+        if subject != new_subject
+        and any(key in facts and facts[key] != value for key, value in sorted(new_facts.items()))
+    ]
+    return supersedes, conflicts

@@ -1,0 +1,61 @@
+"""Tool specs: the privacy, freshness and derivation metadata of each tool.
+
+A :class:`ToolCatalog` is pure data handed to capture and derivation. A tool
+it does not know gets :meth:`ToolCatalog.spec`'s conservative default: user
+privacy, session freshness, its result kind sniffed from the payload.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Literal
+
+from policy.enums import FreshnessClass, PrivacyClass, RuntimeKind, VisibilityScope
+from policy.records import Record
+
+ResultKind = Literal["auto", "csv", "json", "search", "text", "file"]
+
+
+class ToolSpec(Record):
+    """What Dossier needs to know about one tool."""
+
+    name: str
+    version: str = "1"
+    result_kind: ResultKind = "auto"
+    """How to read a successful result; ``auto`` sniffs JSON, CSV, then text."""
+    privacy: PrivacyClass = PrivacyClass.USER
+    freshness: FreshnessClass = FreshnessClass.SESSION
+    ttl: timedelta | None = None
+    """Lifetime of a result; sets ``stale_after`` (overrides the policy default)."""
+    revalidate_with: tuple[str, ...] = ()
+    """Tools that refresh a stale result; empty means the tool itself."""
+    key_args: tuple[str, ...] | None = None
+    """Arguments that identify the subject (for supersession); ``None``: all."""
+    retry_critical: bool = False
+    """A failure of this tool must stay visible verbatim until resolved."""
+
+
+class ToolCatalog(Record):
+    """The tools a runtime knows, by name."""
+
+    tools: tuple[ToolSpec, ...] = ()
+
+    def spec(self, name: str) -> ToolSpec:
+        """The spec for ``name``, or the conservative default."""
+        for tool in self.tools:
+            if tool.name == name:
+                return tool
+        return ToolSpec(name=name)
+
+
+def default_visibility(runtime_kind: RuntimeKind) -> VisibilityScope:
+    """Where a run's tool state is visible by default.
+
+    Single-agent modes share tool state along the branch (a model switched in
+    by a branch send still sees what was done). Modes with several
+    participants keep each participant's tool state private to it; a subagent
+    child's state is private until promoted.
+    """
+    if runtime_kind in (RuntimeKind.MULTI_MODEL, RuntimeKind.DISCUSSION, RuntimeKind.SUBAGENT_CHILD):
+        return VisibilityScope.PARTICIPANT_PRIVATE
+    return VisibilityScope.BRANCH
