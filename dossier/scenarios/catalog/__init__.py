@@ -1,0 +1,1 @@
+"""Scenario definitions, one module per theme; each exports ``SCENARIOS``."""
