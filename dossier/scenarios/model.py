@@ -196,6 +196,10 @@ class Scenario(BaseModel):
     steps: tuple[AnyStep, ...]
     ask: Ask
     required: tuple[str, ...]
-    """Facts (verbatim substrings) that must be in the assembled context."""
+    """Facts (verbatim substrings) that must be in the assembled context.
+
+    ``{a:KEY}``, ``{m:KEY}`` and ``{t:KEY}`` expand to the short ids the
+    assembler renders for the artifact, the memory and the tool call of the
+    tool step ``KEY`` (e.g. ``"[m:{m:read_sales}]"``)."""
     forbidden: tuple[str, ...]
     """Facts (verbatim substrings) that must not be in the assembled context."""
