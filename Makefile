@@ -1,0 +1,39 @@
+# Dossier developer entry points. Every target is safe to run again.
+#
+#   make venv           .venv with the project and its test extras (re-installs only when pyproject.toml changes)
+#   make test           the whole test suite; it starts the embedded services it needs
+#   make run            start the embedded services, then run the benchmark scenarios
+#   make services-down  stop the embedded services
+
+PYTHON ?= python3
+VENV := .venv
+STAMP := $(VENV)/.installed
+
+# tiktoken copies encodings into /tmp/data-gym-cache by default: keep them in the project.
+export TIKTOKEN_CACHE_DIR := $(CURDIR)/.dossier/tiktoken-cache
+
+.PHONY: venv test run services-down
+
+venv: $(STAMP)
+
+$(VENV)/bin/python:
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null || { \
+		echo "error: Python >= 3.11 is required, but '$(PYTHON)' is $$($(PYTHON) -V 2>&1 || echo missing)." >&2; \
+		echo "       Run e.g. 'make PYTHON=python3.11 ...'." >&2; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+
+# The stamp is newer than pyproject.toml once the install succeeded; a failed install leaves no stamp.
+$(STAMP): pyproject.toml | $(VENV)/bin/python
+	$(VENV)/bin/python -m pip install --quiet -e '.[test]'
+	touch $@
+
+test: venv
+	$(VENV)/bin/python -m pytest
+
+run: venv
+	$(VENV)/bin/dossier services up
+	$(VENV)/bin/dossier bench scenarios
+
+# Without a venv nothing can have been started from this checkout.
+services-down:
+	@if [ -x $(VENV)/bin/dossier ]; then $(VENV)/bin/dossier services down; else echo "no $(VENV): nothing to stop"; fi
