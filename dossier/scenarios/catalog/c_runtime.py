@@ -127,6 +127,42 @@ _OPTIMIST_PAGE = _json(
     }
 )
 
+_OPTIMIST_HYBRID_SEARCH = _json(
+    {
+        "query": "passkey sign-in from phone QR code Windows 10 Chrome Edge support",
+        "results": [
+            {
+                "title": "Cross-device (hybrid) sign-in with passkeys",
+                "url": "https://docs.keystone-id.dev/guides/hybrid-sign-in",
+                "description": "When the computer has no passkey for the site, the browser offers to use "
+                "a phone instead: scan a QR code, confirm on the phone, done.",
+                "age": "2026-09-14",
+            },
+            {
+                "title": "Use a passkey from your phone to sign in on a Windows PC",
+                "url": "https://support.microsoft.com/en-us/windows/passkeys-on-another-device",
+                "description": "Choose 'iPhone, iPad or Android device', scan the QR code with your phone "
+                "and keep Bluetooth on for both devices.",
+                "age": "2026-05-02",
+            },
+            {
+                "title": "Hybrid transport explained: caBLE, Bluetooth proximity and tunnel servers",
+                "url": "https://blog.webauthn.guide/hybrid-transport-explained",
+                "description": "Why cross-device passkey sign-in needs Bluetooth even though the data "
+                "travels over the internet, and what that means for locked-down laptops.",
+                "age": "2025-12-08",
+            },
+            {
+                "title": "Passkeys on shared and kiosk computers: what works",
+                "url": "https://authpulse.org/guides/passkeys-shared-computers",
+                "description": "Shared machines should never store a passkey; use the phone-based flow or "
+                "a hardware security key, and keep a non-passkey fallback for kiosks.",
+                "age": "2026-07-21",
+            },
+        ],
+    }
+)
+
 _OPTIMIST_HYBRID = _json(
     {
         "url": "https://docs.keystone-id.dev/guides/hybrid-sign-in",
@@ -323,6 +359,15 @@ AUTONOMOUS_DISCUSSION_ATTRIBUTION = Scenario(
             runtime=_DISCUSSION,
         ),
         CallTool(
+            at=4.7,
+            key="opt_hybrid_search",
+            participant="optimist",
+            name="web.search",
+            arguments={"query": "passkey sign-in from phone QR code Windows 10 Chrome Edge support", "count": 4},
+            result=_OPTIMIST_HYBRID_SEARCH,
+            runtime=_DISCUSSION,
+        ),
+        CallTool(
             at=5,
             key="opt_hybrid",
             participant="optimist",
@@ -356,6 +401,7 @@ AUTONOMOUS_DISCUSSION_ATTRIBUTION = Scenario(
         "Sign in another way",
         "Bluetooth disabled by policy",
         "1 in 5 of",
+        "Hybrid transport explained",
     ),
 )
 
@@ -407,6 +453,23 @@ _NWE_RELEASE = _json(
             "of risks including project timing, supply-chain disruption, interest rates and changes in "
             "energy policy. These and other risks are described in our most recent Form 10-K and subsequent "
             "quarterly reports. Norwind undertakes no obligation to update these statements.\n\n"
+            "Condensed Consolidated Statements of Operations (unaudited, in millions, except per-share data)\n"
+            "                                   Three months ended     Nine months ended\n"
+            "                                   Sep 30,   Sep 30,      Sep 30,   Sep 30,\n"
+            "                                    2026      2025         2026      2025\n"
+            "Revenue                            1,271     1,167        3,402     3,118\n"
+            "Cost of revenue                      892       803        2,351     2,139\n"
+            "Gross profit                         379       364        1,051       979\n"
+            "Research and development              88        79          251       228\n"
+            "Selling, general and administrative  151       139          437       405\n"
+            "Restructuring                         14         —           14         —\n"
+            "Operating income                     126       146          349       346\n"
+            "Interest expense, net                (31)      (24)         (86)      (71)\n"
+            "Income before income taxes            95       122          263       275\n"
+            "Provision for income taxes            34        37           79        83\n"
+            "Net income                            61        85          184       192\n"
+            "Diluted earnings per share          0.54      0.75         1.62      1.70\n"
+            "Diluted shares outstanding         113.2     113.6        113.4     113.1\n\n"
             "Investor contact: Marte Lie, investors@norwind-energy.com\n"
             "Media contact: press@norwind-energy.com"
         ),
@@ -454,7 +517,7 @@ _NWE_10Q = _json(
                     "write-down of legacy NW-5 inverter inventory to net realizable value after a European "
                     "customer cancelled a framework order, and ocean-freight costs that were $11.2 million "
                     "higher than in the prior-year quarter. Excluding the write-down, gross margin would "
-                    "have been 32.8%.\n"
+                    "have been 32.9%.\n"
                     "Power conversion revenue decreased 8% because of lower NW-5 shipments as customers "
                     "transition to the NW-7 platform, which began volume shipments in August 2026.\n"
                     "Services revenue increased 20% on a larger installed base under long-term service "
@@ -868,7 +931,7 @@ SUBAGENT_PARENT_RESUME = Scenario(
             runtime=_CHILD,
             promotion=PromotionPolicy.ON_COMPLETION,
         ),
-        Promote(at=4.5, tools=("write_table",), to="assistant", report=_PRICING_REPORT),
+        Promote(at=4.5, child="researcher", tools=("write_table",), to="assistant", report=_PRICING_REPORT),
         Checkpoint(
             at=4.5,
             participant="assistant",
@@ -1366,6 +1429,7 @@ BRANCH_SEND = Scenario(
         "6.1M rows",
         "migration 0143",
         "db.explain",
+        "plan_hash=9f1c7e2a",
     ),
 )
 
