@@ -1,0 +1,134 @@
+"""Errors raised by the store.
+
+::
+
+    StoreError
+    ├── NotFoundError              an id that does not exist in the caller's account
+    ├── BranchCycleError           the branch parent chain loops back on itself
+    ├── IntegrityViolation         a write would break a constraint of the graph
+    │   └── InvalidForkPointError  a fork message that is not in the parent's lineage
+    ├── TransientStoreError        lost connection, deadlock, serialisation failure: retry
+    │   └── ArtifactStoreUnavailableError   (also an ArtifactStoreError)
+    └── ArtifactStoreError
+        ├── ArtifactNotFoundError          no object under the key
+        ├── ArtifactIntegrityError         the object's bytes do not hash to the expected sha256
+        ├── PayloadTooLargeError           a payload over the configured maximum
+        └── ArtifactStoreUnavailableError  the S3 endpoint failed or is unreachable
+
+An activity sorts failures with two checks: :class:`TransientStoreError` is
+re-raised for Temporal to retry; every other :class:`StoreError` is permanent.
+
+Library exceptions (SQLAlchemy/asyncpg, minio/urllib3) are translated into
+these types once, where the store calls the library: in
+:func:`store._sql.translate_errors` and inside :class:`store.artifacts.ArtifactStore`.
+Callers only ever see this tree. Any :class:`StoreError` raised by a write
+means the caller's transaction must be rolled back before it is used again
+(a Postgres transaction stays aborted after an error).
+"""
+
+from __future__ import annotations
+
+
+class StoreError(Exception):
+    """Base class of every store error."""
+
+
+class NotFoundError(StoreError):
+    """An id that does not exist, or exists only in another account.
+
+    Both cases read the same on purpose: a caller cannot probe other
+    accounts' ids.
+
+    Attributes:
+        kind: what was looked up (``"conversation"``, ``"branch"`` ...).
+        id: the id that was not found.
+    """
+
+    def __init__(self, kind: str, id: str) -> None:  # noqa: A002 - mirrors the record field
+        super().__init__(f"{kind} {id!r} not found")
+        self.kind = kind
+        self.id = id
+
+
+class BranchCycleError(StoreError):
+    """The parent chain of a branch revisits a branch.
+
+    Attributes:
+        branch_ids: the path walked, starting at the branch asked about and
+            ending at the revisited branch.
+    """
+
+    def __init__(self, branch_ids: list[str] | tuple[str, ...], message: str | None = None) -> None:
+        self.branch_ids = tuple(branch_ids)
+        super().__init__(message or "branch cycle: " + " -> ".join(self.branch_ids))
+
+
+class IntegrityViolation(StoreError):
+    """A write was refused because it would break a constraint of the graph."""
+
+
+class InvalidForkPointError(IntegrityViolation):
+    """The fork message is not part of the parent branch's lineage."""
+
+
+class TransientStoreError(StoreError):
+    """A failure that a retry may not meet again.
+
+    Lost or refused connections, deadlocks and serialisation failures in
+    Postgres; unreachable or failing S3 endpoints.
+    """
+
+
+class ArtifactStoreError(StoreError):
+    """Base class of errors raised by the S3 artifact store."""
+
+
+class ArtifactNotFoundError(ArtifactStoreError):
+    """No object exists under the requested key.
+
+    Attributes:
+        key: the object key.
+    """
+
+    def __init__(self, key: str) -> None:
+        super().__init__(f"artifact object {key!r} not found")
+        self.key = key
+
+
+class ArtifactIntegrityError(ArtifactStoreError):
+    """The stored bytes do not hash to the sha256 they were stored under.
+
+    Attributes:
+        key: the object key.
+        expected: the sha256 the caller expected.
+        actual: the sha256 of the bytes read.
+    """
+
+    def __init__(self, key: str, expected: str, actual: str) -> None:
+        super().__init__(f"artifact {key!r}: expected sha256 {expected}, read {actual}")
+        self.key = key
+        self.expected = expected
+        self.actual = actual
+
+
+class PayloadTooLargeError(ArtifactStoreError):
+    """A payload is larger than the store accepts."""
+
+
+class ArtifactStoreUnavailableError(ArtifactStoreError, TransientStoreError):
+    """The S3 endpoint could not be reached or answered with a server error; retryable."""
+
+
+__all__ = [
+    "ArtifactIntegrityError",
+    "ArtifactNotFoundError",
+    "ArtifactStoreError",
+    "ArtifactStoreUnavailableError",
+    "BranchCycleError",
+    "IntegrityViolation",
+    "InvalidForkPointError",
+    "NotFoundError",
+    "PayloadTooLargeError",
+    "StoreError",
+    "TransientStoreError",
+]

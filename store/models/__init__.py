@@ -1,0 +1,41 @@
+"""SQLAlchemy models of the runtime graph. ORM objects never leave ``store/``.
+
+Tables::
+
+    accounts
+    conversations ── branches (tree, per conversation)
+                 ├── participants
+                 ├── messages, model_runs
+                 ├── tool_calls ── tool_artifacts
+                 ├── tool_memories, skill_states, continuation_checkpoints
+                 └── context_assemblies ── policy_decisions
+    user_memories (per account)
+"""
+
+from store.models.assemblies import ContextAssembly, PolicyDecision
+from store.models.base import Base
+from store.models.graph import Account, Branch, Conversation, Message, ModelRun, Participant
+from store.models.memory import ContinuationCheckpoint, SkillState, ToolMemory, UserMemory
+from store.models.tools import ToolArtifact, ToolCall
+
+metadata = Base.metadata
+"""The metadata of every Dossier table (what migrations are compared with)."""
+
+__all__ = [
+    "Account",
+    "Base",
+    "Branch",
+    "ContextAssembly",
+    "ContinuationCheckpoint",
+    "Conversation",
+    "Message",
+    "ModelRun",
+    "Participant",
+    "PolicyDecision",
+    "SkillState",
+    "ToolArtifact",
+    "ToolCall",
+    "ToolMemory",
+    "UserMemory",
+    "metadata",
+]

@@ -1,0 +1,98 @@
+"""The audit trail of context assembly: what each model call saw, and every
+decision the policy took to get there."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Double, Index, PrimaryKeyConstraint, UniqueConstraint, text
+from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.orm import Mapped, mapped_column
+from sqlalchemy.types import Text
+
+from policy.enums import DecisionOutcome, OmissionReason, RuntimeKind
+from store.models.base import (
+    Base,
+    account_column,
+    created_at_column,
+    enum_check,
+    id_column,
+    node_fk,
+)
+
+
+class ContextAssembly(Base):
+    """One assembled context (``ContextAssemblyRecord`` plus its boundary)."""
+
+    __tablename__ = "context_assemblies"
+    __table_args__ = (
+        UniqueConstraint("account_id", "conversation_id", "id"),
+        node_fk("branch_id", "branches"),
+        node_fk("participant_id", "participants"),
+        node_fk("model_run_id", "model_runs"),
+        enum_check("runtime_kind", RuntimeKind),
+        Index(
+            "ix_context_assemblies_account_id_conversation_id_created_at",
+            "account_id",
+            "conversation_id",
+            "created_at",
+        ),
+        Index("ix_context_assemblies_account_id_model_run_id", "account_id", "model_run_id"),
+    )
+
+    id: Mapped[str] = id_column(primary_key=True)
+    account_id: Mapped[str] = account_column()
+    conversation_id: Mapped[str] = id_column()
+    branch_id: Mapped[str] = id_column()
+    participant_id: Mapped[str] = id_column()
+    model_run_id: Mapped[str | None] = id_column(nullable=True)
+    runtime_kind: Mapped[str]
+    provider_route: Mapped[str]
+    generation_at: Mapped[datetime]
+    """The boundary's logical time (``GenerationBoundary.now``)."""
+    policy_version: Mapped[str]
+    assembler_version: Mapped[str]
+    snapshot_seq: Mapped[int]
+    legacy_message_count: Mapped[int]
+    assembled_message_count: Mapped[int]
+    legacy_tokens: Mapped[int]
+    assembled_tokens: Mapped[int]
+    token_budget: Mapped[int]
+    selected_refs: Mapped[list[str]] = mapped_column(ARRAY(Text), server_default=text("'{}'"))
+    rehydrated_refs: Mapped[list[str]] = mapped_column(ARRAY(Text), server_default=text("'{}'"))
+    omitted_counts: Mapped[dict[str, Any]] = mapped_column(server_default=text("'{}'::jsonb"))
+    content_sha256: Mapped[str]
+    messages: Mapped[list[Any]] = mapped_column(
+        server_default=text("'[]'::jsonb"), deferred=True, deferred_raiseload=True
+    )
+    """The provider messages exactly as the model received them."""
+    graph_query_ms: Mapped[float] = mapped_column(Double, server_default=text("0"))
+    policy_ms: Mapped[float] = mapped_column(Double, server_default=text("0"))
+    serialise_ms: Mapped[float] = mapped_column(Double, server_default=text("0"))
+    created_at: Mapped[datetime] = created_at_column()
+
+
+class PolicyDecision(Base):
+    """One decision of one assembly (``PolicyDecisionRecord``), in order."""
+
+    __tablename__ = "policy_decisions"
+    __table_args__ = (
+        PrimaryKeyConstraint("context_assembly_id", "ordinal"),
+        node_fk("context_assembly_id", "context_assemblies"),
+        enum_check("outcome", DecisionOutcome),
+        enum_check("omission", OmissionReason, nullable=True),
+        Index("ix_policy_decisions_account_id_subject_ref", "account_id", "subject_ref"),
+    )
+
+    context_assembly_id: Mapped[str] = id_column()
+    ordinal: Mapped[int]
+    """Position in the assembly's decision list."""
+    account_id: Mapped[str] = account_column()
+    conversation_id: Mapped[str] = id_column()
+    kind: Mapped[str]
+    subject_ref: Mapped[str]
+    outcome: Mapped[str]
+    reason: Mapped[str]
+    omission: Mapped[str | None]
+    policy_version: Mapped[str]
