@@ -1,0 +1,19 @@
+"""Persistence: the runtime graph in Postgres and raw payloads in S3.
+
+Modules::
+
+    store.graph        every graph function in one namespace (re-exports)
+    store.conversations, store.branches, store.messages, store.tools,
+    store.memories, store.candidates, store.assemblies   the functions, by entity
+    store.payloads     inline-or-S3 capture and verified reads of tool payloads
+    store.artifacts    ArtifactStore: content-addressed objects over the S3 API
+    store.records      records for what the policy core does not model
+    store.errors       the StoreError tree
+    store.db           engine and session factories
+    store.migrate      alembic upgrade, programmatically
+    store.models       SQLAlchemy models (ORM objects never leave store/)
+
+Callers own the session and the transaction: every graph function takes an
+``AsyncSession`` and an ``account_id`` and never commits. Importing this
+package has no side effects.
+"""

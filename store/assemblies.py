@@ -1,0 +1,177 @@
+"""Saving and reading context assemblies with their policy decisions."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from sqlalchemy import insert, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from policy.enums import RuntimeKind
+from policy.records import ContextAssemblyRecord, GenerationBoundary, PolicyDecisionRecord
+from store._sql import get_row, insert_once, new_id, translate_errors
+from store.convert import to_stored_assembly
+from store.errors import IntegrityViolation
+from store.models import ContextAssembly, ModelRun, PolicyDecision
+from store.records import AssemblyTimings, StoredContextAssembly
+
+
+@translate_errors
+async def save_context_assembly(
+    session: AsyncSession,
+    account_id: str,
+    boundary: GenerationBoundary,
+    record: ContextAssemblyRecord,
+    decisions: Sequence[PolicyDecisionRecord],
+    messages: Sequence[Mapping[str, Any]],
+    timings: AssemblyTimings | None = None,
+    *,
+    assembly_id: str | None = None,
+) -> str:
+    """Persist what one model call saw and every decision behind it.
+
+    Safe to retry with the same ``assembly_id`` (the first write wins). When
+    the boundary names a model run, the run is linked to the assembly.
+
+    Args:
+        session: the caller's session.
+        account_id: the owning account; must equal ``boundary.account_id``.
+        boundary: the generation boundary the assembly was made for.
+        record: the policy's assembly record.
+        decisions: the policy's decisions, in order.
+        messages: the provider messages exactly as sent (OpenAI format).
+        timings: how long each phase took.
+        assembly_id: the id to use; a fresh one when ``None``.
+
+    Returns:
+        The assembly id.
+
+    Raises:
+        NotFoundError: unknown conversation, branch, participant or run.
+        IntegrityViolation: the boundary belongs to another account.
+    """
+    if boundary.account_id != account_id:
+        raise IntegrityViolation("boundary.account_id does not match account_id")
+    timings = timings or AssemblyTimings()
+    assembly_id = assembly_id or new_id()
+    values = record.model_dump(mode="json")
+    values.update(
+        id=assembly_id,
+        account_id=account_id,
+        conversation_id=boundary.conversation_id,
+        branch_id=boundary.branch_id,
+        participant_id=boundary.participant_id,
+        model_run_id=boundary.model_run_id,
+        runtime_kind=RuntimeKind(boundary.runtime_kind).value,
+        provider_route=boundary.provider_route,
+        generation_at=boundary.now,
+        messages=[dict(m) for m in messages],
+        **timings.model_dump(),
+    )
+    if not await insert_once(session, ContextAssembly, values):
+        # A retry: the first write stands, decisions included.
+        await get_row(session, ContextAssembly, account_id, assembly_id)
+        return assembly_id
+    if decisions:
+        await session.execute(
+            insert(PolicyDecision),
+            [
+                {
+                    **decision.model_dump(mode="json"),
+                    "context_assembly_id": assembly_id,
+                    "ordinal": ordinal,
+                    "account_id": account_id,
+                    "conversation_id": boundary.conversation_id,
+                }
+                for ordinal, decision in enumerate(decisions)
+            ],
+        )
+    if boundary.model_run_id is not None:
+        await session.execute(
+            update(ModelRun)
+            .where(ModelRun.account_id == account_id, ModelRun.id == boundary.model_run_id)
+            .values(context_assembly_id=assembly_id)
+            .execution_options(synchronize_session=False)
+        )
+    return assembly_id
+
+
+@translate_errors
+async def get_context_assembly(
+    session: AsyncSession,
+    account_id: str,
+    assembly_id: str,
+    *,
+    with_messages: bool = False,
+) -> StoredContextAssembly:
+    """An assembly with its decisions (and, on request, its provider messages).
+
+    Args:
+        session: the caller's session.
+        account_id: the owning account.
+        assembly_id: the assembly.
+        with_messages: also load the provider messages (can be large).
+
+    Returns:
+        The stored assembly; ``messages`` is ``None`` unless requested.
+
+    Raises:
+        NotFoundError: no such assembly in the account.
+    """
+    row = await get_row(session, ContextAssembly, account_id, assembly_id)
+    decisions = list(
+        await session.scalars(
+            select(PolicyDecision)
+            .where(PolicyDecision.account_id == account_id, PolicyDecision.context_assembly_id == assembly_id)
+            .order_by(PolicyDecision.ordinal)
+        )
+    )
+    messages = None
+    if with_messages:
+        messages = await session.scalar(
+            select(ContextAssembly.messages).where(
+                ContextAssembly.account_id == account_id, ContextAssembly.id == assembly_id
+            )
+        )
+    return to_stored_assembly(row, decisions, messages)
+
+
+@translate_errors
+async def list_context_assemblies(
+    session: AsyncSession,
+    account_id: str,
+    *,
+    conversation_id: str | None = None,
+    model_run_id: str | None = None,
+    limit: int = 100,
+) -> list[StoredContextAssembly]:
+    """Assemblies of the account (filtered), newest first, without messages.
+
+    Args:
+        session: the caller's session.
+        account_id: the owning account.
+        conversation_id: restrict to one conversation.
+        model_run_id: restrict to one model run.
+        limit: at most this many.
+
+    Returns:
+        The assemblies with their decisions.
+    """
+    stmt = select(ContextAssembly).where(ContextAssembly.account_id == account_id)
+    if conversation_id is not None:
+        stmt = stmt.where(ContextAssembly.conversation_id == conversation_id)
+    if model_run_id is not None:
+        stmt = stmt.where(ContextAssembly.model_run_id == model_run_id)
+    stmt = stmt.order_by(ContextAssembly.created_at.desc(), ContextAssembly.id).limit(limit)
+    rows = list(await session.scalars(stmt))
+    decisions: dict[str, list[PolicyDecision]] = {row.id: [] for row in rows}
+    if rows:
+        found = await session.scalars(
+            select(PolicyDecision)
+            .where(PolicyDecision.account_id == account_id, PolicyDecision.context_assembly_id.in_(list(decisions)))
+            .order_by(PolicyDecision.context_assembly_id, PolicyDecision.ordinal)
+        )
+        for decision in found:
+            decisions[decision.context_assembly_id].append(decision)
+    return [to_stored_assembly(row, decisions[row.id]) for row in rows]

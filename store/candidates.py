@@ -1,0 +1,315 @@
+"""Loading the bounded candidate pool one context assembly draws from.
+
+The store decides *what can possibly matter* and bounds it; the policy core
+decides what each participant may see. A node is a candidate when it is
+
+* on the lineage: its branch is in the active branch's lineage and its
+  ``seq`` is at or before that branch's ``until_seq``; or
+* conversation-scoped (``visibility = 'conversation'``); or
+* shared with someone (non-empty ``shared_with``).
+
+Every pool is a ``UNION ALL`` of small index range scans, one per lineage
+branch plus one over the partial "scope" index, each ``ORDER BY seq DESC
+LIMIT n``; the union is cut to ``n`` again. Cost therefore grows with the
+limits and the lineage depth, not with the size of the conversation.
+
+Everything is read as of ``snapshot_seq``: nodes after it are excluded, a
+tool call's state is the last one at or before it, and memory links to
+later memories are hidden (see :mod:`store.convert`). Loading the same
+snapshot again returns the same candidates, with two documented exceptions:
+a skill state rewritten after the snapshot leaves it (its ``seq`` moves), and
+a memory's ``resolution`` is always the current one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+from sqlalchemy import ColumnElement, and_, or_, select, text, union_all
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from policy.enums import UNRESOLVED_STATUSES
+from policy.records import CandidateSet, Lineage, ToolCallRecord
+from store._sql import translate_errors
+from store.branches import _lineage_rows
+from store.convert import (
+    to_artifact,
+    to_checkpoint,
+    to_message,
+    to_participant,
+    to_skill_state,
+    to_tool_call,
+    to_tool_memory,
+    to_user_memory,
+)
+from store.errors import NotFoundError
+from store.models import (
+    Base,
+    ContinuationCheckpoint,
+    Conversation,
+    Message,
+    Participant,
+    SkillState,
+    ToolArtifact,
+    ToolCall,
+    ToolMemory,
+    UserMemory,
+)
+from store.models.base import LIVE_SCOPE_SQL
+from store.models.tools import PINNED_TOOL_CALL_SQL
+
+M = TypeVar("M", bound=Base)
+
+_VISIBLE_IN_CONVERSATION_SQL = "visibility = 'conversation'"
+
+
+@dataclass(frozen=True)
+class CandidateLimits:
+    """Upper bounds on each candidate pool (most recent first).
+
+    The pinned pools come on top of the recent ones: records that must not
+    fall out of a long conversation just because they are old.
+    """
+
+    max_messages: int = 200
+    """Most recent transcript messages."""
+    max_directives: int = 50
+    """Moderator directives, however old (pinned)."""
+    max_tool_calls: int = 200
+    """Most recent tool calls."""
+    max_pinned_tool_calls: int = 100
+    """Unresolved or retry-critical tool calls, however old (pinned)."""
+    max_artifacts: int = 500
+    """Most recent artifacts; artifacts the loaded memories cite come on top."""
+    max_memories: int = 200
+    """Tool memories: live ones first, then superseded ones, most recent first."""
+    max_user_memories: int = 100
+    """Most recent user memories of the account."""
+    max_skill_states: int = 100
+    """Most recently written skill states."""
+    max_checkpoints: int = 50
+    """Most recent continuation checkpoints."""
+
+
+DEFAULT_LIMITS = CandidateLimits()
+"""The limits used when the caller gives none."""
+
+
+def _lineage_arms(model: type[M], lineage: Lineage, snapshot_seq: int) -> list[ColumnElement[bool]]:
+    arms = []
+    for step in lineage.steps:
+        until = snapshot_seq if step.until_seq is None else min(step.until_seq, snapshot_seq)
+        arms.append(and_(model.branch_id == step.branch_id, model.seq <= until))  # type: ignore[attr-defined]
+    return arms
+
+
+def _arms(model: type[M], lineage: Lineage, snapshot_seq: int, wide_sql: str) -> list[ColumnElement[bool]]:
+    # The wide arm is literal SQL so it matches the partial index predicate
+    # even under a generic (parameterised) plan.
+    wide = and_(text(f"({wide_sql})"), model.seq <= snapshot_seq)  # type: ignore[attr-defined]
+    return [*_lineage_arms(model, lineage, snapshot_seq), wide]
+
+
+async def _pool(
+    session: AsyncSession,
+    account_id: str,
+    conversation_id: str,
+    model: type[M],
+    arms: Sequence[ColumnElement[bool]],
+    limit: int,
+    *filters: ColumnElement[bool],
+) -> list[M]:
+    """The ``limit`` most recent rows matching any arm (and every filter), in ``seq`` order."""
+    if limit <= 0 or not arms:
+        return []
+    scope = (model.account_id == account_id, model.conversation_id == conversation_id)  # type: ignore[attr-defined]
+    parts = [
+        select(model.id, model.seq)  # type: ignore[attr-defined]
+        .where(*scope, arm, *filters)
+        .order_by(model.seq.desc())  # type: ignore[attr-defined]
+        .limit(limit)
+        for arm in arms
+    ]
+    union = union_all(*parts).subquery("arms")
+    top = select(union.c.id, union.c.seq).distinct().order_by(union.c.seq.desc()).limit(limit).subquery("top")
+    rows = await session.scalars(
+        select(model)
+        .join(top, model.id == top.c.id)  # type: ignore[attr-defined]
+        .where(model.account_id == account_id)  # type: ignore[attr-defined]
+        .order_by(model.seq)  # type: ignore[attr-defined]
+        .execution_options(populate_existing=True)
+    )
+    return list(rows)
+
+
+def _merge(*pools: list[M]) -> list[M]:
+    seen: dict[str, M] = {}
+    for pool in pools:
+        for row in pool:
+            seen.setdefault(row.id, row)  # type: ignore[attr-defined]
+    return sorted(seen.values(), key=lambda row: row.seq)  # type: ignore[attr-defined]
+
+
+async def _snapshot(session: AsyncSession, account_id: str, conversation_id: str, up_to_seq: int | None) -> int:
+    next_seq = await session.scalar(
+        select(Conversation.next_seq).where(Conversation.account_id == account_id, Conversation.id == conversation_id)
+    )
+    if next_seq is None:
+        raise NotFoundError("conversation", conversation_id)
+    current = next_seq - 1
+    return current if up_to_seq is None else max(0, min(up_to_seq, current))
+
+
+def _pinned_at(call: ToolCallRecord) -> bool:
+    return call.status in UNRESOLVED_STATUSES or call.retry_critical
+
+
+@translate_errors
+async def load_candidates(
+    session: AsyncSession,
+    account_id: str,
+    conversation_id: str,
+    branch_id: str,
+    limits: CandidateLimits = DEFAULT_LIMITS,
+    *,
+    up_to_seq: int | None = None,
+    extra_artifact_ids: Sequence[str] = (),
+) -> CandidateSet:
+    """Load the candidate pool for a generation on ``branch_id``.
+
+    Args:
+        session: the caller's session.
+        account_id: the owning account.
+        conversation_id: the conversation.
+        branch_id: the active branch.
+        limits: bounds on each pool.
+        up_to_seq: load a historical snapshot; the current one when ``None``
+            (a value beyond the current ``seq`` is clamped to it).
+        extra_artifact_ids: artifacts to load whatever their age (e.g. the
+            generation's evidence requests); ignored if unknown.
+
+    Returns:
+        The candidate set, every tuple in ``seq`` order, with
+        ``snapshot_seq`` set to the snapshot read.
+
+    Raises:
+        NotFoundError: unknown conversation, or a branch not in it.
+        BranchCycleError: the branch's parent chain loops.
+    """
+    snapshot_seq = await _snapshot(session, account_id, conversation_id, up_to_seq)
+    lineage_conversation, lineage = await _lineage_rows(session, account_id, branch_id)
+    if lineage_conversation != conversation_id:
+        raise NotFoundError("branch", branch_id)
+    args = (session, account_id, conversation_id)
+
+    recent_messages = await _pool(
+        *args, Message, _arms(Message, lineage, snapshot_seq, LIVE_SCOPE_SQL), limits.max_messages
+    )
+    directives = await _pool(
+        *args,
+        Message,
+        [or_(*_arms(Message, lineage, snapshot_seq, LIVE_SCOPE_SQL))],
+        limits.max_directives,
+        text("is_directive"),
+    )
+    messages = _merge(recent_messages, directives)
+
+    call_arms = _arms(ToolCall, lineage, snapshot_seq, LIVE_SCOPE_SQL)
+    recent_calls = await _pool(*args, ToolCall, call_arms, limits.max_tool_calls)
+    # A call resolved after the snapshot was still pinned at it: include
+    # recently updated calls, then judge them by their state at the snapshot.
+    pinned_calls = await _pool(
+        *args,
+        ToolCall,
+        [or_(*call_arms)],
+        limits.max_pinned_tool_calls,
+        or_(text(f"({PINNED_TOOL_CALL_SQL})"), ToolCall.updated_seq > snapshot_seq),
+    )
+    pinned_calls = [row for row in pinned_calls if _pinned_at(to_tool_call(row, snapshot_seq))]
+    tool_calls = _merge(recent_calls, pinned_calls)
+
+    memory_arms = _arms(ToolMemory, lineage, snapshot_seq, LIVE_SCOPE_SQL)
+    live_at_snapshot = or_(ToolMemory.superseded_seq.is_(None), ToolMemory.superseded_seq > snapshot_seq)
+    live = await _pool(*args, ToolMemory, memory_arms, limits.max_memories, live_at_snapshot)
+    superseded = await _pool(
+        *args,
+        ToolMemory,
+        memory_arms,
+        limits.max_memories - len(live),
+        ToolMemory.superseded_seq <= snapshot_seq,
+    )
+    memories = _merge(live, superseded)
+    memory_seqs = {row.id: row.seq for row in memories}
+    linked = {m for row in memories for m in (*row.conflicts_with, *row.supersedes)} - memory_seqs.keys()
+    if linked:
+        found = await session.execute(
+            select(ToolMemory.id, ToolMemory.seq).where(
+                ToolMemory.account_id == account_id, ToolMemory.id.in_(sorted(linked))
+            )
+        )
+        memory_seqs.update({row.id: row.seq for row in found})
+
+    recent_artifacts = await _pool(
+        *args, ToolArtifact, _arms(ToolArtifact, lineage, snapshot_seq, LIVE_SCOPE_SQL), limits.max_artifacts
+    )
+    cited = {a for row in memories for a in row.source_artifact_ids}
+    cited |= {loc["artifact_id"] for row in memories for loc in row.locators if "artifact_id" in loc}
+    cited |= set(extra_artifact_ids)
+    cited -= {row.id for row in recent_artifacts}
+    cited_artifacts: list[ToolArtifact] = []
+    if cited:
+        cited_artifacts = list(
+            await session.scalars(
+                select(ToolArtifact).where(
+                    ToolArtifact.account_id == account_id,
+                    ToolArtifact.conversation_id == conversation_id,
+                    ToolArtifact.id.in_(sorted(cited)),
+                    ToolArtifact.seq <= snapshot_seq,
+                )
+            )
+        )
+    artifacts = _merge(recent_artifacts, cited_artifacts)
+
+    skill_states = await _pool(
+        *args,
+        SkillState,
+        _arms(SkillState, lineage, snapshot_seq, _VISIBLE_IN_CONVERSATION_SQL),
+        limits.max_skill_states,
+    )
+    checkpoints = await _pool(
+        *args,
+        ContinuationCheckpoint,
+        _arms(ContinuationCheckpoint, lineage, snapshot_seq, _VISIBLE_IN_CONVERSATION_SQL),
+        limits.max_checkpoints,
+    )
+    participants = await session.scalars(
+        select(Participant)
+        .where(Participant.account_id == account_id, Participant.conversation_id == conversation_id)
+        .order_by(Participant.created_at, Participant.id)
+    )
+    user_memories = list(
+        await session.scalars(
+            select(UserMemory)
+            .where(UserMemory.account_id == account_id)
+            .order_by(UserMemory.seq.desc())
+            .limit(limits.max_user_memories)
+        )
+    )
+
+    return CandidateSet(
+        snapshot_seq=snapshot_seq,
+        lineage=lineage,
+        participants=tuple(to_participant(row) for row in participants),
+        messages=tuple(to_message(row) for row in messages),
+        tool_calls=tuple(to_tool_call(row, snapshot_seq) for row in tool_calls),
+        artifacts=tuple(to_artifact(row) for row in artifacts),
+        tool_memories=tuple(to_tool_memory(row, snapshot_seq, memory_seqs) for row in memories),
+        user_memories=tuple(to_user_memory(row) for row in reversed(user_memories)),
+        skill_states=tuple(to_skill_state(row) for row in skill_states),
+        checkpoints=tuple(to_checkpoint(row) for row in checkpoints),
+    )
+
+
+__all__ = ["DEFAULT_LIMITS", "CandidateLimits", "load_candidates"]

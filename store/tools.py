@@ -1,0 +1,460 @@
+"""Tool calls (with their attempt history) and captured artifacts.
+
+Both writes are idempotent on the natural key a retried activity repeats:
+a tool call on the provider's ``call_id``, an artifact on its tool call.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any, Literal
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from policy.enums import PrivacyClass, PromotionPolicy, RuntimeKind, ToolCallStatus, VisibilityScope
+from policy.records import ArtifactRecord, ToolCallRecord
+from store._sql import allocate_seq, get_row, insert_once, new_id, translate_errors, utcnow
+from store.convert import to_artifact, to_tool_call
+from store.errors import IntegrityViolation, NotFoundError, PayloadTooLargeError
+from store.models import ToolArtifact, ToolCall
+
+INLINE_PAYLOAD_MAX = 64 * 1024
+"""Largest payload kept inline in Postgres; larger ones go to the artifact store."""
+
+
+def _history_entry(
+    *,
+    seq: int,
+    attempt: int,
+    status: ToolCallStatus,
+    error: str | None,
+    waiting_for: str | None,
+    retry_critical: bool,
+    at: datetime,
+) -> dict[str, Any]:
+    return {
+        "seq": seq,
+        "attempt": attempt,
+        "status": status.value,
+        "error": error,
+        "waiting_for": waiting_for,
+        "retry_critical": retry_critical,
+        "at": at.isoformat(),
+    }
+
+
+async def _tool_call_row(session: AsyncSession, account_id: str, call_id: str) -> ToolCall | None:
+    return await session.scalar(
+        select(ToolCall)
+        .where(ToolCall.account_id == account_id, ToolCall.call_id == call_id)
+        .execution_options(populate_existing=True)
+    )
+
+
+@translate_errors
+async def record_tool_call(
+    session: AsyncSession,
+    account_id: str,
+    conversation_id: str,
+    branch_id: str,
+    participant_id: str,
+    *,
+    call_id: str,
+    name: str,
+    arguments: Mapping[str, Any],
+    model_run_id: str | None = None,
+    status: ToolCallStatus = ToolCallStatus.PENDING,
+    retry_critical: bool = False,
+    visibility: VisibilityScope = VisibilityScope.BRANCH,
+    shared_with: Sequence[str] = (),
+    privacy: PrivacyClass = PrivacyClass.USER,
+    runtime_kind: RuntimeKind = RuntimeKind.CHAT,
+    tool_call_id: str | None = None,
+    at: datetime | None = None,
+) -> ToolCallRecord:
+    """Record a tool call the model made; idempotent on ``call_id``.
+
+    A second call with a ``call_id`` the account already has returns the
+    stored call unchanged (and spends no ``seq``).
+
+    Args:
+        session: the caller's session.
+        account_id: the owning account.
+        conversation_id: the conversation.
+        branch_id: the branch of the calling run.
+        participant_id: the participant that called the tool.
+        call_id: the provider's tool-call id.
+        name: the tool name.
+        arguments: the call's arguments.
+        model_run_id: the calling run.
+        status: initial status.
+        retry_critical: whether a failure must survive into later contexts verbatim.
+        visibility: who may see the call.
+        shared_with: participant ids it is shared with.
+        privacy: privacy class of the arguments.
+        runtime_kind: the runtime mode of the calling run.
+        tool_call_id: the row id to use; a fresh one when ``None``.
+        at: when it was recorded; now when ``None``.
+
+    Returns:
+        The tool call.
+
+    Raises:
+        NotFoundError: unknown conversation, branch, participant or run.
+    """
+    existing = await _tool_call_row(session, account_id, call_id)
+    if existing is not None:
+        return to_tool_call(existing)
+    seq = await allocate_seq(session, account_id, conversation_id)
+    status = ToolCallStatus(status)
+    entry = _history_entry(
+        seq=seq,
+        attempt=1,
+        status=status,
+        error=None,
+        waiting_for=None,
+        retry_critical=retry_critical,
+        at=at or utcnow(),
+    )
+    await insert_once(
+        session,
+        ToolCall,
+        {
+            "id": tool_call_id or new_id(),
+            "account_id": account_id,
+            "conversation_id": conversation_id,
+            "branch_id": branch_id,
+            "seq": seq,
+            "updated_seq": seq,
+            "model_run_id": model_run_id,
+            "participant_id": participant_id,
+            "call_id": call_id,
+            "name": name,
+            "arguments": dict(arguments),
+            "status": status.value,
+            "retry_critical": retry_critical,
+            "attempts": 1,
+            "visibility": VisibilityScope(visibility).value,
+            "shared_with": list(shared_with),
+            "privacy": PrivacyClass(privacy).value,
+            "runtime_kind": RuntimeKind(runtime_kind).value,
+            "history": [entry],
+        },
+    )
+    row = await _tool_call_row(session, account_id, call_id)
+    if row is None:
+        raise IntegrityViolation(f"tool call id {tool_call_id!r} is taken")
+    return to_tool_call(row)
+
+
+@translate_errors
+async def update_tool_call(
+    session: AsyncSession,
+    account_id: str,
+    tool_call_id: str,
+    *,
+    status: ToolCallStatus,
+    attempt: int | None = None,
+    error: str | None = None,
+    waiting_for: str | None = None,
+    retry_critical: bool | None = None,
+    at: datetime | None = None,
+) -> ToolCallRecord:
+    """Move a tool call to a new state and append it to the attempt history.
+
+    Every update takes a new ``seq`` (stored as ``updated_seq`` and in the
+    history entry), so an older snapshot still reads the state it saw.
+
+    Args:
+        session: the caller's session.
+        account_id: the owning account.
+        tool_call_id: the tool call's row id.
+        status: the new status.
+        attempt: the attempt number; unchanged when ``None``.
+        error: the error of this attempt; ``last_error`` keeps the latest one.
+        waiting_for: what a deferred call waits for (cleared when ``None``).
+        retry_critical: change the retry-critical flag; unchanged when ``None``.
+        at: when it happened; now when ``None``.
+
+    Returns:
+        The updated tool call.
+
+    Raises:
+        NotFoundError: no such tool call in the account.
+        IntegrityViolation: ``attempt`` below 1.
+    """
+    if attempt is not None and attempt < 1:
+        raise IntegrityViolation(f"attempt must be >= 1, got {attempt}")
+    conversation_id = await session.scalar(
+        select(ToolCall.conversation_id).where(ToolCall.account_id == account_id, ToolCall.id == tool_call_id)
+    )
+    if conversation_id is None:
+        raise NotFoundError("tool_call", tool_call_id)
+    # Conversation row first, tool call second: the same lock order as every insert.
+    seq = await allocate_seq(session, account_id, conversation_id)
+    row = await get_row(session, ToolCall, account_id, tool_call_id, for_update=True)
+    status = ToolCallStatus(status)
+    row.status = status.value
+    row.attempts = attempt if attempt is not None else row.attempts
+    row.last_error = error if error is not None else row.last_error
+    row.waiting_for = waiting_for
+    row.retry_critical = retry_critical if retry_critical is not None else row.retry_critical
+    row.updated_seq = seq
+    row.updated_at = at or utcnow()
+    entry = _history_entry(
+        seq=seq,
+        attempt=row.attempts,
+        status=status,
+        error=error,
+        waiting_for=waiting_for,
+        retry_critical=row.retry_critical,
+        at=row.updated_at,
+    )
+    row.history = [*row.history, entry]
+    await session.flush()
+    return to_tool_call(row)
+
+
+@translate_errors
+async def get_tool_call(session: AsyncSession, account_id: str, tool_call_id: str) -> ToolCallRecord:
+    """A tool call by row id.
+
+    Raises:
+        NotFoundError: no such tool call in the account.
+    """
+    return to_tool_call(await get_row(session, ToolCall, account_id, tool_call_id))
+
+
+@translate_errors
+async def get_tool_call_by_call_id(session: AsyncSession, account_id: str, call_id: str) -> ToolCallRecord:
+    """A tool call by the provider's ``call_id``.
+
+    Raises:
+        NotFoundError: no such call id in the account.
+    """
+    row = await _tool_call_row(session, account_id, call_id)
+    if row is None:
+        raise NotFoundError("tool_call", call_id)
+    return to_tool_call(row)
+
+
+@translate_errors
+async def get_tool_call_history(session: AsyncSession, account_id: str, tool_call_id: str) -> list[dict[str, Any]]:
+    """The attempt history of a tool call, oldest first.
+
+    Returns:
+        ``[{seq, attempt, status, error, waiting_for, retry_critical, at}]``.
+
+    Raises:
+        NotFoundError: no such tool call in the account.
+    """
+    row = await get_row(session, ToolCall, account_id, tool_call_id)
+    return [dict(entry) for entry in row.history]
+
+
+async def _artifact_row(session: AsyncSession, account_id: str, tool_call_id: str) -> ToolArtifact | None:
+    return await session.scalar(
+        select(ToolArtifact)
+        .where(ToolArtifact.account_id == account_id, ToolArtifact.tool_call_id == tool_call_id)
+        .execution_options(populate_existing=True)
+    )
+
+
+@translate_errors
+async def insert_artifact(
+    session: AsyncSession,
+    account_id: str,
+    tool_call_id: str,
+    *,
+    content_type: str,
+    sha256: str,
+    result_bytes: int,
+    arguments_bytes: int,
+    storage: Literal["inline", "object"],
+    storage_key: str | None = None,
+    inline_payload: bytes | None = None,
+    result_tokens: int = 0,
+    status: ToolCallStatus | None = None,
+    arguments: Mapping[str, Any] | None = None,
+    error: str | None = None,
+    visibility: VisibilityScope | None = None,
+    shared_with: Sequence[str] | None = None,
+    privacy: PrivacyClass | None = None,
+    active_skills: Sequence[Any] = (),
+    tool_profile: str | None = None,
+    provider: str | None = None,
+    model: str | None = None,
+    runtime_meta: Mapping[str, Any] | None = None,
+    tool_version: str | None = None,
+    captured_at: datetime | None = None,
+    promotion: PromotionPolicy = PromotionPolicy.NONE,
+    artifact_id: str | None = None,
+) -> ArtifactRecord:
+    """Capture the raw result of a tool call, once.
+
+    ``INSERT ... ON CONFLICT DO NOTHING`` on the tool call, then a read: a
+    second capture of the same call returns the first artifact unchanged.
+    Call id, tool name, owner, run, branch and (unless given) status,
+    arguments, visibility and privacy are copied from the tool call.
+
+    Args:
+        session: the caller's session.
+        account_id: the owning account.
+        tool_call_id: the captured tool call (row id).
+        content_type: MIME type of the payload.
+        sha256: hex sha256 of the payload bytes.
+        result_bytes: payload size.
+        arguments_bytes: size of the canonical JSON arguments.
+        storage: ``inline`` (bytes in Postgres) or ``object`` (in S3).
+        storage_key: the S3 key, for ``object`` storage.
+        inline_payload: the bytes, for ``inline`` storage (at most
+            :data:`INLINE_PAYLOAD_MAX`); checked against ``sha256``.
+        result_tokens: tokens of the raw result as transcript replay shows it.
+        status: the call's outcome; the tool call's status when ``None``.
+        arguments: the arguments as executed; the tool call's when ``None``.
+        error: the tool's error text, for a failed call.
+        visibility: defaults to the tool call's.
+        shared_with: defaults to the tool call's.
+        privacy: defaults to the tool call's.
+        active_skills: skills active when the tool ran.
+        tool_profile: the tool profile in force.
+        provider: provider of the calling model.
+        model: the calling model.
+        runtime_meta: free-form runtime details (worker, durations ...).
+        tool_version: version of the tool implementation.
+        captured_at: capture time; now when ``None``.
+        promotion: promotion policy of a child run's artifact.
+        artifact_id: the id to use; a fresh one when ``None``.
+
+    Returns:
+        The artifact's metadata.
+
+    Raises:
+        NotFoundError: no such tool call in the account.
+        IntegrityViolation: the storage fields disagree, or the inline bytes
+            do not match ``sha256``/``result_bytes``.
+        PayloadTooLargeError: inline bytes over :data:`INLINE_PAYLOAD_MAX`.
+    """
+    existing = await _artifact_row(session, account_id, tool_call_id)
+    if existing is not None:
+        return to_artifact(existing)
+    if storage == "inline":
+        if inline_payload is None:
+            raise IntegrityViolation("inline storage needs inline_payload")
+        if len(inline_payload) > INLINE_PAYLOAD_MAX:
+            raise PayloadTooLargeError(f"{len(inline_payload)} bytes inline; maximum {INLINE_PAYLOAD_MAX}")
+        if hashlib.sha256(inline_payload).hexdigest() != sha256.lower() or len(inline_payload) != result_bytes:
+            raise IntegrityViolation("inline_payload does not match sha256/result_bytes")
+    elif storage == "object":
+        if not storage_key or inline_payload is not None:
+            raise IntegrityViolation("object storage needs storage_key and no inline_payload")
+    else:
+        raise IntegrityViolation(f"unknown storage {storage!r}")
+    call = await get_row(session, ToolCall, account_id, tool_call_id)
+    seq = await allocate_seq(session, account_id, call.conversation_id)
+    await insert_once(
+        session,
+        ToolArtifact,
+        {
+            "id": artifact_id or new_id(),
+            "account_id": account_id,
+            "conversation_id": call.conversation_id,
+            "tool_call_id": call.id,
+            "call_id": call.call_id,
+            "tool_name": call.name,
+            "status": ToolCallStatus(status or call.status).value,
+            "owner_participant_id": call.participant_id,
+            "model_run_id": call.model_run_id,
+            "runtime_kind": call.runtime_kind,
+            "branch_id": call.branch_id,
+            "seq": seq,
+            "visibility": VisibilityScope(visibility or call.visibility).value,
+            "shared_with": list(shared_with if shared_with is not None else call.shared_with),
+            "privacy": PrivacyClass(privacy or call.privacy).value,
+            "content_type": content_type,
+            "arguments": dict(arguments if arguments is not None else call.arguments),
+            "sha256": sha256.lower(),
+            "result_bytes": result_bytes,
+            "arguments_bytes": arguments_bytes,
+            "result_tokens": result_tokens,
+            "storage": storage,
+            "storage_key": storage_key,
+            "inline_payload": inline_payload,
+            "error": error,
+            "active_skills": list(active_skills),
+            "tool_profile": tool_profile,
+            "provider": provider,
+            "model": model,
+            "runtime_meta": dict(runtime_meta or {}),
+            "tool_version": tool_version,
+            "captured_at": captured_at or utcnow(),
+            "promotion": PromotionPolicy(promotion).value,
+        },
+    )
+    row = await _artifact_row(session, account_id, tool_call_id)
+    if row is None:
+        raise IntegrityViolation(f"artifact id {artifact_id!r} is taken")
+    return to_artifact(row)
+
+
+@translate_errors
+async def get_artifact(session: AsyncSession, account_id: str, artifact_id: str) -> ArtifactRecord:
+    """An artifact's metadata by id.
+
+    Raises:
+        NotFoundError: no such artifact in the account.
+    """
+    return to_artifact(await get_row(session, ToolArtifact, account_id, artifact_id))
+
+
+@translate_errors
+async def get_artifact_for_tool_call(session: AsyncSession, account_id: str, tool_call_id: str) -> ArtifactRecord:
+    """The artifact captured for a tool call.
+
+    Raises:
+        NotFoundError: the call has no artifact (or is not in the account).
+    """
+    row = await _artifact_row(session, account_id, tool_call_id)
+    if row is None:
+        raise NotFoundError("artifact", f"tool_call:{tool_call_id}")
+    return to_artifact(row)
+
+
+@translate_errors
+async def get_artifact_arguments(session: AsyncSession, account_id: str, artifact_id: str) -> dict[str, Any]:
+    """The raw arguments stored with an artifact.
+
+    Raises:
+        NotFoundError: no such artifact in the account.
+    """
+    arguments = await session.scalar(
+        select(ToolArtifact.arguments).where(ToolArtifact.account_id == account_id, ToolArtifact.id == artifact_id)
+    )
+    if arguments is None:
+        raise NotFoundError("artifact", artifact_id)
+    return dict(arguments)
+
+
+@translate_errors
+async def get_inline_payload(session: AsyncSession, account_id: str, artifact_id: str) -> bytes | None:
+    """The inline bytes of an artifact, or ``None`` for one stored in S3.
+
+    Not verified here; :func:`store.payloads.read_artifact_payload` checks
+    the hash for both storage kinds.
+
+    Raises:
+        NotFoundError: no such artifact in the account.
+    """
+    row = (
+        await session.execute(
+            select(ToolArtifact.storage, ToolArtifact.inline_payload).where(
+                ToolArtifact.account_id == account_id, ToolArtifact.id == artifact_id
+            )
+        )
+    ).first()
+    if row is None:
+        raise NotFoundError("artifact", artifact_id)
+    return row.inline_payload if row.storage == "inline" else None
