@@ -1,0 +1,134 @@
+"""Capturing and reading tool payloads across Postgres and S3.
+
+Small payloads are stored inline in the artifact row; larger ones go to the
+artifact store first and the row records the key. The object is written
+before the row, so a committed row never points at a missing object (an
+object left behind by a rolled-back transaction is harmless: it is
+content-addressed and a retry reuses it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from policy.enums import PrivacyClass
+from policy.records import ArtifactRecord, canonical_json
+from store._sql import translate_errors
+from store.artifacts import ArtifactStore
+from store.errors import ArtifactIntegrityError, NotFoundError
+from store.models import ToolArtifact, ToolCall
+from store.tools import INLINE_PAYLOAD_MAX, get_artifact_for_tool_call, insert_artifact
+
+
+@translate_errors
+async def capture_artifact(
+    session: AsyncSession,
+    artifacts: ArtifactStore,
+    account_id: str,
+    tool_call_id: str,
+    payload: bytes,
+    *,
+    content_type: str,
+    inline_max: int = INLINE_PAYLOAD_MAX,
+    **fields: Any,
+) -> ArtifactRecord:
+    """Store a tool payload (inline or in S3) and capture its artifact row, once.
+
+    A repeated capture of the same tool call returns the first artifact
+    without touching S3.
+
+    Args:
+        session: the caller's session.
+        artifacts: the S3 artifact store.
+        account_id: the owning account.
+        tool_call_id: the tool call whose result this is.
+        payload: the raw result bytes.
+        content_type: their MIME type.
+        inline_max: payloads up to this size stay in Postgres.
+        **fields: further keyword arguments of :func:`store.tools.insert_artifact`
+            (``status``, ``error``, ``privacy``, ``result_tokens`` ...).
+
+    Returns:
+        The artifact.
+
+    Raises:
+        NotFoundError: no such tool call in the account.
+        ArtifactStoreError: S3 failed (``ArtifactStoreUnavailableError``: retry).
+    """
+    try:
+        return await get_artifact_for_tool_call(session, account_id, tool_call_id)
+    except NotFoundError:
+        pass
+    call = await session.scalar(
+        select(ToolCall).where(ToolCall.account_id == account_id, ToolCall.id == tool_call_id)
+    )
+    if call is None:
+        raise NotFoundError("tool_call", tool_call_id)
+    arguments: Mapping[str, Any] = fields.pop("arguments", None) or call.arguments
+    privacy = PrivacyClass(fields.get("privacy") or call.privacy)
+    digest = hashlib.sha256(payload).hexdigest()
+    common = {
+        "content_type": content_type,
+        "sha256": digest,
+        "result_bytes": len(payload),
+        "arguments_bytes": len(canonical_json(dict(arguments)).encode()),
+        "arguments": arguments,
+        **fields,
+    }
+    if len(payload) <= inline_max:
+        return await insert_artifact(
+            session, account_id, tool_call_id, storage="inline", inline_payload=payload, **common
+        )
+    ref = await artifacts.put(account_id, payload, content_type=content_type, privacy=privacy)
+    return await insert_artifact(session, account_id, tool_call_id, storage="object", storage_key=ref.key, **common)
+
+
+@translate_errors
+async def read_artifact_payload(
+    session: AsyncSession,
+    artifacts: ArtifactStore | None,
+    account_id: str,
+    artifact_id: str,
+) -> bytes:
+    """The verified payload of an artifact, wherever it is stored.
+
+    Args:
+        session: the caller's session.
+        artifacts: the S3 artifact store (may be ``None`` if every payload is inline).
+        account_id: the owning account.
+        artifact_id: the artifact.
+
+    Returns:
+        The payload bytes, only if they hash to the recorded sha256.
+
+    Raises:
+        NotFoundError: no such artifact in the account.
+        ArtifactNotFoundError: the S3 object is missing.
+        ArtifactIntegrityError: the bytes do not match the recorded hash.
+    """
+    row = (
+        await session.execute(
+            select(
+                ToolArtifact.storage,
+                ToolArtifact.storage_key,
+                ToolArtifact.sha256,
+                ToolArtifact.inline_payload,
+            ).where(ToolArtifact.account_id == account_id, ToolArtifact.id == artifact_id)
+        )
+    ).first()
+    if row is None:
+        raise NotFoundError("artifact", artifact_id)
+    if row.storage == "inline":
+        payload = bytes(row.inline_payload)
+        actual = hashlib.sha256(payload).hexdigest()
+        if actual != row.sha256:
+            raise ArtifactIntegrityError(f"inline:{artifact_id}", row.sha256, actual)
+        return payload
+    if artifacts is None:
+        raise ValueError("artifact is stored in S3 but no ArtifactStore was given")
+    return await artifacts.get(account_id, row.storage_key, row.sha256)
