@@ -1,0 +1,151 @@
+"""Tool memories and their links, user memories, skill states, checkpoints."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC, datetime
+
+import pytest
+
+from policy.derive import derive_memory
+from policy.enums import FreshnessClass, PrivacyClass, ResolutionStatus, ToolCallStatus, VisibilityScope
+from policy.records import Locator, ToolMemoryRecord
+from policy.tools import ToolSpec
+from store import graph
+from store.errors import IntegrityViolation, NotFoundError
+from storeworld import World
+
+pytestmark = pytest.mark.integration
+
+NOW = datetime(2026, 1, 5, 12, 0, tzinfo=UTC)
+
+
+def memory(world: World, memory_id: str, *, branch_id: str | None = None, **fields: object) -> ToolMemoryRecord:
+    """A tool memory record with sensible defaults."""
+    values: dict[str, object] = dict(
+        id=memory_id,
+        branch_id=branch_id or world.root_branch_id,
+        seq=0,
+        owner_participant_id=world.assistant_id,
+        source_artifact_ids=(),
+        source_tool="read_sheet",
+        subject_key="read_sheet:{\"sheet\":\"Q3\"}",
+        title="read_sheet(sheet=Q3)",
+        summary="3 rows, total 42",
+        payload={"rows": 3, "total": 42},
+        visibility=VisibilityScope.BRANCH,
+        privacy=PrivacyClass.USER,
+        freshness=FreshnessClass.DURABLE,
+        observed_at=NOW,
+        locators=(Locator(artifact_id="a-1", kind="rows", start=1, end=3),),
+    )
+    values.update(fields)
+    return ToolMemoryRecord.model_validate(values)
+
+
+async def test_tool_memory_round_trip_and_idempotence(world: World) -> None:
+    record = memory(world, f"m-{world.account_id}", revalidate_with=("read_sheet",), stale_after=NOW)
+    async with world.sessions() as s, s.begin():
+        stored = await graph.insert_tool_memory(s, world.account_id, world.conversation_id, record)
+        again = await graph.insert_tool_memory(s, world.account_id, world.conversation_id, record)
+        loaded = await graph.get_tool_memory(s, world.account_id, record.id)
+    assert stored == again == loaded
+    assert stored.seq >= 1
+    assert stored.model_copy(update={"seq": 0}) == record
+
+
+async def test_supersession_and_conflicts_are_recorded_on_both_sides(world: World) -> None:
+    ids = [f"m{i}-{world.account_id}" for i in range(4)]
+    async with world.sessions() as s, s.begin():
+        for memory_id in ids[:3]:
+            await graph.insert_tool_memory(s, world.account_id, world.conversation_id, memory(world, memory_id))
+        await graph.set_superseded(s, world.account_id, ids[0], ids[1])
+        await graph.set_superseded(s, world.account_id, ids[0], ids[1])  # idempotent
+        await graph.add_conflict(s, world.account_id, ids[1], ids[2])
+        await graph.add_conflict(s, world.account_id, ids[2], ids[1])  # symmetric and idempotent
+        # Links given at insert time go through the same path.
+        fourth = await graph.insert_tool_memory(
+            s, world.account_id, world.conversation_id, memory(world, ids[3], supersedes=(ids[2],))
+        )
+        with pytest.raises(IntegrityViolation):
+            await graph.set_superseded(s, world.account_id, ids[3], ids[0])  # older cannot supersede newer
+    async with world.sessions() as s:
+        m0, m1, m2, m3 = [await graph.get_tool_memory(s, world.account_id, i) for i in ids]
+    assert m0.superseded_by == ids[1] and m1.supersedes == (ids[0],)
+    assert m1.conflicts_with == (ids[2],) and m2.conflicts_with == (ids[1],)
+    assert m2.superseded_by == ids[3] and m3.supersedes == (ids[2],) == fourth.supersedes
+
+
+async def test_memory_resolution_and_lookup_by_subject(world: World) -> None:
+    record = memory(world, f"r-{world.account_id}", subject_key=f"subject-{world.account_id}")
+    async with world.sessions() as s, s.begin():
+        await graph.insert_tool_memory(s, world.account_id, world.conversation_id, record)
+        marked = await graph.mark_memory_resolution(
+            s, world.account_id, record.id, ResolutionStatus.HASH_MISMATCH, repair_attempts=2
+        )
+        found = await graph.find_memories_by_subject(s, world.account_id, world.conversation_id, record.subject_key)
+        with pytest.raises(NotFoundError):
+            await graph.mark_memory_resolution(s, world.account_id, "nope", ResolutionStatus.RESOLVED)
+    assert (marked.resolution, marked.repair_attempts) == (ResolutionStatus.HASH_MISMATCH, 2)
+    assert [m.id for m in found] == [record.id]
+
+
+async def test_derived_memory_takes_its_graph_fields_from_the_artifact(world: World) -> None:
+    payload = b"name,total\nacme,12\nglobex,30\n"
+    async with world.sessions() as s, s.begin():
+        call = await graph.record_tool_call(
+            s, world.account_id, world.conversation_id, world.root_branch_id, world.assistant_id,
+            call_id=f"d-{world.account_id}", name="read_sheet", arguments={"sheet": "Q3"},
+            privacy=PrivacyClass.OAUTH,
+        )
+        artifact = await graph.insert_artifact(
+            s, world.account_id, call.id, content_type="text/csv", sha256=hashlib.sha256(payload).hexdigest(),
+            result_bytes=len(payload), arguments_bytes=14, storage="inline", inline_payload=payload,
+            status=ToolCallStatus.SUCCEEDED,
+        )
+        draft = derive_memory(
+            ToolSpec(name="read_sheet"), artifact.id, {"sheet": "Q3"}, ToolCallStatus.SUCCEEDED,
+            payload, "text/csv", NOW,
+        )
+        stored = await graph.insert_derived_memory(s, world.account_id, artifact.id, draft)
+    assert stored.source_artifact_ids == (artifact.id,)
+    assert (stored.branch_id, stored.owner_participant_id, stored.privacy) == (
+        world.root_branch_id, world.assistant_id, PrivacyClass.OAUTH,
+    )
+    assert stored.summary == draft.summary and stored.observed_at == artifact.captured_at
+
+
+async def test_user_memories_skill_states_and_checkpoints(world: World) -> None:
+    async with world.sessions() as s, s.begin():
+        note = await graph.put_user_memory(s, world.account_id, "prefers EUR", user_memory_id=f"u-{world.account_id}")
+        same = await graph.put_user_memory(s, world.account_id, "ignored", user_memory_id=note.id)
+        later = await graph.put_user_memory(s, world.account_id, "lives in Lyon", participant_id=world.assistant_id)
+        listed = await graph.list_user_memories(s, world.account_id)
+
+        first = await graph.put_skill_state(
+            s, world.account_id, world.conversation_id, world.root_branch_id, world.assistant_id,
+            "budgeting", {"step": 1},
+        )
+        second = await graph.put_skill_state(
+            s, world.account_id, world.conversation_id, world.root_branch_id, world.assistant_id,
+            "budgeting", {"step": 2}, active=False,
+        )
+        checkpoint = await graph.put_checkpoint(
+            s, world.account_id, world.conversation_id, world.root_branch_id, world.assistant_id,
+            "tool_loop", {"done": 2, "next": "summarise"}, references=("m-1",), checkpoint_id=f"k-{world.account_id}",
+        )
+        checkpoint_again = await graph.put_checkpoint(
+            s, world.account_id, world.conversation_id, world.root_branch_id, world.assistant_id,
+            "tool_loop", {}, checkpoint_id=checkpoint.id,
+        )
+        with pytest.raises(IntegrityViolation):
+            async with s.begin_nested():
+                await graph.put_checkpoint(
+                    s, world.account_id, world.conversation_id, world.root_branch_id, world.assistant_id,
+                    "bogus", {},  # type: ignore[arg-type]
+                )
+    assert same == note and (note.seq, later.seq) == (1, 2)
+    assert [m.text for m in listed] == ["prefers EUR", "lives in Lyon"]
+    assert second.id == first.id and second.seq > first.seq
+    assert (second.state, second.active) == ({"step": 2}, False)
+    assert checkpoint_again == checkpoint and checkpoint.references == ("m-1",)

@@ -1,0 +1,72 @@
+"""The migrated schema is the schema the models describe."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from sqlalchemy import CheckConstraint, text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from policy.enums import UNRESOLVED_STATUSES
+from store.migrate import upgrade_async
+from store.models import metadata
+from store.models.tools import PINNED_TOOL_CALL_SQL
+
+pytestmark = pytest.mark.integration
+
+
+def _diff(connection) -> list:  # noqa: ANN001 - a sync Connection inside run_sync
+    context = MigrationContext.configure(connection, opts={"compare_type": True})
+    return compare_metadata(context, metadata)
+
+
+async def test_migrated_schema_matches_models(engine: AsyncEngine) -> None:
+    async with engine.connect() as connection:
+        diffs = await connection.run_sync(_diff)
+    assert diffs == []
+
+
+async def test_migrations_are_at_head_and_rerunnable(engine: AsyncEngine) -> None:
+    await upgrade_async(engine)  # already at head: a no-op
+    async with engine.connect() as connection:
+        version = await connection.scalar(text("SELECT version_num FROM alembic_version"))
+        tables = set(
+            await connection.scalars(text("SELECT tablename FROM pg_tables WHERE schemaname = 'public'"))
+        )
+        trigger = await connection.scalar(
+            text("SELECT tgname FROM pg_trigger WHERE tgname = 'branches_no_cycle'")
+        )
+    assert version == "0001"
+    assert set(metadata.tables) <= tables
+    assert trigger == "branches_no_cycle"
+
+
+async def test_every_table_is_scoped_by_account() -> None:
+    for table in metadata.tables.values():
+        assert "account_id" in table.c or table.name == "accounts", table.name
+        if table.name != "accounts":
+            assert any(fk.column.table.name == "accounts" for fk in table.c.account_id.foreign_keys), table.name
+
+
+def test_pinned_predicate_lists_the_unresolved_statuses() -> None:
+    listed = PINNED_TOOL_CALL_SQL.split("(")[1].split(")")[0]
+    assert {s.strip(" '") for s in listed.split(",")} == {s.value for s in UNRESOLVED_STATUSES}
+
+
+async def test_enum_checks_in_the_database_match_the_models(engine: AsyncEngine) -> None:
+    """A value added to a policy enum needs a migration: this test says so."""
+    expected: dict[str, set[str]] = {}
+    for table in metadata.tables.values():
+        for constraint in table.constraints:
+            if isinstance(constraint, CheckConstraint) and " IN (" in str(constraint.sqltext):
+                expected[str(constraint.name)] = set(re.findall(r"'([^']*)'", str(constraint.sqltext)))
+    async with engine.connect() as connection:
+        rows = await connection.execute(
+            text("SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint WHERE conname = ANY(:names)"),
+            {"names": list(expected)},
+        )
+        actual = {name: set(re.findall(r"'([^']*)'", definition)) for name, definition in rows}
+    assert actual == expected
