@@ -24,12 +24,14 @@ from policy.records import Lineage, ToolMemoryRecord
 
 
 class Gated(Protocol):
-    """What the gates read from any graph record."""
+    """What the gates read from any graph record.
+
+    ``shared_with`` is read when present: checkpoints and skill states have none.
+    """
 
     branch_id: str
     seq: int
     visibility: VisibilityScope
-    shared_with: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -67,7 +69,7 @@ def check_scope(record: Gated, viewer: Viewer) -> Denial | None:
     """
     if record.visibility is VisibilityScope.AUDIT_ONLY:
         return Denial(OmissionReason.AUDIT_ONLY, "audit-only record")
-    shared = viewer.participant_id in record.shared_with
+    shared = viewer.participant_id in getattr(record, "shared_with", ())
     in_lineage = viewer.lineage.contains(record.branch_id, record.seq)
     if not (in_lineage or shared or record.visibility is VisibilityScope.CONVERSATION):
         return Denial(OmissionReason.OUTSIDE_LINEAGE, f"branch {record.branch_id} seq {record.seq} not in lineage")
