@@ -253,16 +253,23 @@ def _memories(
 ) -> tuple[set[str], list[Item]]:
     """Admit tool memories; returns the tool calls they cover and their items."""
     call_of_artifact = {artifact.id: artifact.tool_call_id for artifact in candidates.artifacts}
-    admitted: list[ToolMemoryRecord] = []
+    passed: list[ToolMemoryRecord] = []
     for memory in _by_seq(candidates.tool_memories):
         ref = f"memory:{memory.id}"
         denial = admit(memory, memory.privacy, viewer)
         if denial:
             ledger.deny("visibility" if denial.reason is not OmissionReason.PRIVACY_ROUTE else "privacy", ref, denial)
             continue
-        if memory.superseded_by is not None:
+        passed.append(memory)
+
+    # A replacement this viewer cannot see (a sibling branch's, another
+    # participant's private memory, one outside the candidates) replaces nothing.
+    passed_ids = {memory.id for memory in passed}
+    admitted: list[ToolMemoryRecord] = []
+    for memory in passed:
+        if memory.superseded_by in passed_ids:
             ledger.decide(
-                "supersession", ref, DecisionOutcome.OMITTED,
+                "supersession", f"memory:{memory.id}", DecisionOutcome.OMITTED,
                 f"superseded by memory {memory.superseded_by}", OmissionReason.SUPERSEDED,
             )
             continue
