@@ -201,7 +201,8 @@ def select_context(
     items += _transcript(policy, candidates, participant, viewer, ledger)
     _count_unrequested_raw(candidates, viewer, ledger, boundary)
 
-    budget = boundary.token_budget or policy.default_token_budget
+    # 0 is a budget (protected state only), not "unset".
+    budget = policy.default_token_budget if boundary.token_budget is None else boundary.token_budget
     kept = _spend_budget(policy, items, participant, budget, counter, ledger)
     rehydration, raw_denials = _plan_rehydration(policy, boundary, candidates, viewer, kept, short, ledger)
     return Selection(
