@@ -7,6 +7,8 @@ canonical JSON, and anything cut for the byte budget says so explicitly.
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 
 from policy.errors import DerivationError
@@ -36,16 +38,39 @@ def slice_payload(raw: bytes, locator: Locator | None) -> str:
     if locator is None or locator.kind == "whole":
         return text
     if locator.kind in ("rows", "lines"):
-        lines = text.splitlines()
-        header, body = (lines[:1], lines[1:]) if locator.kind == "rows" else ([], lines)
-        start = locator.start or 1
-        end = locator.end or len(body)
+        if locator.kind == "rows":
+            records = _csv_records(text)
+            header = [line for _, line in records[:1]]
+            body = [line for row, line in records[1:] if row]
+        else:
+            header, body = [], text.splitlines()
+        # 0 is a bad index, not "unset": only None takes the default.
+        start = 1 if locator.start is None else locator.start
+        end = len(body) if locator.end is None else locator.end
         if start < 1 or end < start or start > len(body):
             raise DerivationError(f"{locator.kind} {start}-{end} outside payload of {len(body)} {locator.kind}")
         return "\n".join(header + body[start - 1 : end])
     if locator.kind == "json_pointer":
         return canonical_json(_resolve_pointer(text, locator.pointer or ""))
     raise DerivationError(f"unknown locator kind {locator.kind!r}")
+
+
+def _csv_records(text: str) -> list[tuple[list[str], str]]:
+    """Each CSV record with its original text; a quoted field may span lines.
+
+    Numbered like the deriver counts rows: blank records are not data rows.
+    """
+    lines = io.StringIO(text, newline="").readlines()
+    reader = csv.reader(lines)
+    records: list[tuple[list[str], str]] = []
+    start = 0
+    try:
+        for row in reader:
+            records.append((row, "".join(lines[start : reader.line_num]).rstrip("\r\n")))
+            start = reader.line_num
+    except csv.Error as exc:
+        raise DerivationError(f"payload is not CSV: {exc}") from exc
+    return records
 
 
 def _resolve_pointer(text: str, pointer: str) -> object:
