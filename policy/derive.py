@@ -99,7 +99,8 @@ def derive_memory(
             locators = whole
         else:
             summary, payload, locators = _text_summary(text), {}, whole
-    except (ValueError, csv.Error) as exc:
+    # RecursionError: json.loads raises it for pathologically nested input.
+    except (ValueError, csv.Error, DerivationError, RecursionError) as exc:
         draft = _draft(spec, arguments, title, f"{title}: unparsed {kind} result, {len(raw)} bytes",
                        {}, 0.3, "parse failure", whole, observed_at, spec.freshness)
         return draft.model_copy(update={"limitations": f"could not parse as {kind}: {exc}"})
@@ -168,9 +169,11 @@ def _file_summary(text: str) -> tuple[str, dict[str, Any]]:
 
 def _number(text: str) -> Decimal | None:
     try:
-        return Decimal(text.replace(",", "")) if text.strip() else None
+        value = Decimal(text.replace(",", "")) if text.strip() else None
     except InvalidOperation:
         return None
+    # "NaN" and "Infinity" parse, but cannot be summed or compared as data.
+    return value if value is not None and value.is_finite() else None
 
 
 def _csv_summary(text: str, artifact_id: str) -> tuple[str, dict[str, Any], tuple[Locator, ...]]:
@@ -217,8 +220,9 @@ def _json_summary(data: Any) -> tuple[str, dict[str, Any]]:
 
 
 def _entity(record: dict[str, Any]) -> str | None:
-    for key in sorted(record):
-        if (key == "id" or key.endswith("_id")) and isinstance(record[key], (str, int)):
+    # The record's own ``id`` first: ``customer_id`` names another entity it points to.
+    for key in ["id", *sorted(k for k in record if k.endswith("_id"))]:
+        if isinstance(record.get(key), (str, int)):
             return str(record[key])
     return None
 
