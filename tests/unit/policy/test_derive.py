@@ -1,0 +1,332 @@
+"""Memory derivation from raw artifacts, subject keys and memory linking."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from decimal import Decimal
+
+import pytest
+
+from policy.derive import FILE_CONTENT_TYPE, derive_memory, link_memory, subject_key
+from policy.enums import FreshnessClass, ToolCallStatus
+from policy.records import Locator
+from policy.rehydrate import slice_payload
+from policy.tools import ToolCatalog, ToolSpec, default_visibility
+from policy_builders import NOW
+
+S = ToolCallStatus
+OK = S.SUCCEEDED
+
+
+def derive(raw: bytes, *, spec: ToolSpec | None = None, arguments: dict | None = None,
+           status: ToolCallStatus = OK, content_type: str = "application/octet-stream"):
+    return derive_memory(spec or ToolSpec(name="tool"), "art-1", arguments or {}, status, raw, content_type, NOW)
+
+
+# --------------------------------------------------------------------------- CSV
+
+
+def test_csv_rows_columns_and_exact_decimal_sums():
+    memory = derive(b"region,amount,qty\nnorth,0.1,1\nsouth,0.2,2\n", content_type="text/csv",
+                    spec=ToolSpec(name="read_csv"), arguments={"path": "sales.csv"})
+    assert memory.payload == {"rows": 2, "columns": ["region", "amount", "qty"], "sums": {"amount": "0.3", "qty": "3"}}
+    assert Decimal(memory.payload["sums"]["amount"]) == Decimal("0.1") + Decimal("0.2")  # not 0.30000000000000004
+    assert memory.summary == (
+        "read_csv(path=sales.csv) → 2 rows × 3 cols [region,amount,qty]; "
+        "amount sum 0.3 (min 0.1, max 0.2); qty sum 3 (min 1, max 2)"
+    )
+    assert memory.locators == (Locator(artifact_id="art-1", kind="rows", start=1, end=2),)
+    assert memory.confidence_source == "csv deriver"
+
+
+@pytest.mark.parametrize(
+    ("raw", "sums"),
+    [
+        (b"a,b\n1,x\n2,y\n", {"a": "3"}),
+        (b"a,b\n1,\n2,3\n", {"a": "3"}),  # a column with a blank cell is not numeric
+        (b'a\n"1,234.50"\n"2,000"\n', {"a": "3234.50"}),  # thousands separators
+        (b"a\n-1.5\n1.25\n", {"a": "-0.25"}),
+        (b"a\n1e3\n1\n", {"a": "1001"}),
+        (b"name,n\nx,1\n\ny,2\n", {"n": "3"}),  # blank lines are not rows
+        (b"a\n19.99\n0.01\n" + b"0.10\n" * 10, {"a": "21.00"}),
+    ],
+)
+def test_csv_numeric_columns(raw, sums):
+    assert derive(raw, content_type="text/csv").payload["sums"] == sums
+
+
+@pytest.mark.parametrize("value", [b"NaN", b"nan", b"sNaN", b"Infinity", b"-inf"])
+def test_csv_non_finite_values_are_not_numbers(value):
+    """Decimal parses 'NaN'; summing or comparing it must not escape as an exception."""
+    memory = derive(b"a,b\n" + value + b",1\n" + value + b",2\n", content_type="text/csv")
+    assert memory.payload["sums"] == {"b": "3"}
+    assert memory.confidence == 0.95
+
+
+def test_csv_only_three_column_stats_in_the_summary_but_all_sums_in_the_payload():
+    memory = derive(b"a,b,c,d\n1,2,3,4\n", content_type="text/csv")
+    assert memory.payload["sums"] == {"a": "1", "b": "2", "c": "3", "d": "4"}
+    assert "d sum" not in memory.summary and "c sum 3" in memory.summary
+
+
+def test_csv_rows_locator_addresses_every_data_row():
+    raw = b'id,note\n1,"two\nlines"\n2,plain\n\n3,"x,y"\n'
+    memory = derive(raw, content_type="text/csv")
+    [locator] = memory.locators
+    assert (locator.start, locator.end) == (1, memory.payload["rows"]) == (1, 3)
+    assert slice_payload(raw, locator) == 'id,note\n1,"two\nlines"\n2,plain\n3,"x,y"'
+
+
+def test_empty_csv_is_low_confidence():
+    memory = derive(b"", spec=ToolSpec(name="t", result_kind="csv"))
+    assert memory.confidence == 0.3
+    assert "could not parse as csv" in memory.limitations
+
+
+# --------------------------------------------------------------------------- JSON
+
+
+def test_json_object():
+    memory = derive(b'{"id":"T-1","status":"open","tags":["a","b"],"owner":{"name":"Ann"},"note":null}',
+                    spec=ToolSpec(name="get_ticket"), arguments={"id": "T-1"})
+    assert memory.summary == "get_ticket(id=T-1) → id=T-1; owner: name=Ann; status=open; tags: 2 — a, b"
+    assert memory.payload == {"facts": {"T-1.id": "T-1", "T-1.status": "open"}}
+    assert memory.locators == (Locator(artifact_id="art-1"),)
+
+
+def test_json_entity_is_the_records_own_id_before_foreign_ids():
+    """``id`` names the record; ``customer_id`` names something it points to."""
+    memory = derive(b'{"customer_id":"C1","id":"O9","status":"shipped"}')
+    assert memory.payload["facts"]["O9.status"] == "shipped"
+    assert "C1.status" not in memory.payload["facts"]
+
+
+def test_json_entity_falls_back_to_an_id_suffix():
+    memory = derive(b'{"order_id":"O9","status":"shipped"}')
+    assert memory.payload["facts"] == {"O9.order_id": "O9", "O9.status": "shipped"}
+
+
+def test_json_without_entity_has_no_facts():
+    assert derive(b'{"status":"ok","count":3}').payload == {}
+
+
+@pytest.mark.parametrize(
+    ("raw", "summary", "count"),
+    [
+        (b"[]", "items: none", 0),
+        (b"[1,2,3]", "items: 3 — 1, 2, 3", 3),
+        (b'["a","b"]', "items: 2 — a, b", 2),
+        (b"[0,1,2,3,4,5,6,7,8,9]", "items: 10 — 0, 1, 2, 3, 4, 5, 6, 7 (+2 more)", 10),
+        (b'[{"id":1,"body":"x"},{"id":2,"body":"y"}]', "items: 2 — {id=1}; {id=2}", 2),
+        (b'[{"p":1,"q":2,"r":3,"s":4}]', "items: 1 — {p=1, q=2, r=3}", 1),
+    ],
+)
+def test_json_list(raw, summary, count):
+    memory = derive(raw)
+    assert memory.summary == f"tool() → {summary}"
+    assert memory.payload == {"count": count}
+
+
+def test_search_results_list():
+    raw = (b'[{"title":"Dossier docs","url":"https://a.example","snippet":"a long snippet"},'
+           b'{"title":"Temporal","url":"https://b.example","snippet":"another"}]')
+    memory = derive(raw, spec=ToolSpec(name="web_search", result_kind="search"), arguments={"q": "durable"})
+    assert memory.summary == (
+        "web_search(q=durable) → items: 2 — {title=Dossier docs, url=https://a.example}; "
+        "{title=Temporal, url=https://b.example}"
+    )
+    assert "snippet" not in memory.summary
+    assert memory.confidence_source == "search deriver"
+
+
+def test_long_values_are_clipped_in_summaries():
+    memory = derive(b'{"id":"x","body":"' + b"z" * 500 + b'"}')
+    assert "z" * 79 + "…" in memory.summary and "z" * 80 not in memory.summary
+
+
+@pytest.mark.parametrize("raw", [b"{not json", b'{"a":', b"[1,2", b"[" * 100_000],
+                         ids=["garbage", "truncated object", "truncated list", "nested too deep"])
+def test_unparseable_json_is_a_low_confidence_memory(raw):
+    """Derivation never raises on a tool's payload, however broken or deeply nested."""
+    memory = derive(raw, spec=ToolSpec(name="j", result_kind="json"))
+    assert memory.confidence == 0.3
+    assert memory.confidence_source == "parse failure"
+    assert memory.summary == f"j(): unparsed json result, {len(raw)} bytes"
+    assert memory.limitations.startswith("could not parse as json:")
+    assert memory.locators == (Locator(artifact_id="art-1"),)
+
+
+# --------------------------------------------------------------------------- errors, files, text
+
+
+def test_failed_call_keeps_the_last_error_line():
+    memory = derive(b"Traceback (most recent call last):\n  File x\nValueError: bad date\n",
+                    spec=ToolSpec(name="parse"), arguments={"d": "2026-13-01"}, status=S.FAILED)
+    assert memory.summary == "parse(d=2026-13-01) FAILED: ValueError: bad date"
+    assert memory.payload == {"error": "ValueError: bad date", "lines": 3}
+    assert memory.freshness is FreshnessClass.VOLATILE
+    assert memory.confidence == 1.0
+
+
+def test_failed_call_without_text():
+    memory = derive(b"  \n", status=S.FAILED)
+    assert memory.summary == "tool() FAILED: no error text"
+    assert memory.payload == {}
+
+
+def test_file_handle_is_permanent():
+    raw = b'{"name":"report.pdf","bytes":2048,"sha256":"abcdef0123456789","uri":"s3://bucket/report.pdf"}'
+    memory = derive(raw, content_type=FILE_CONTENT_TYPE, spec=ToolSpec(name="export_pdf"))
+    assert memory.summary == "generated file report.pdf, 2048 bytes, sha256 abcdef012345 at s3://bucket/report.pdf"
+    assert memory.freshness is FreshnessClass.PERMANENT
+    assert memory.stale_after is None
+    assert memory.payload == {"file": {"name": "report.pdf", "bytes": 2048, "sha256": "abcdef0123456789",
+                                       "uri": "s3://bucket/report.pdf"}}
+
+
+@pytest.mark.parametrize("raw", [b'{"bytes": 3}', b'["report.pdf"]', b"not json"])
+def test_malformed_file_handle_is_a_low_confidence_memory(raw):
+    memory = derive(raw, content_type=FILE_CONTENT_TYPE)
+    assert memory.confidence == 0.3
+    assert memory.limitations.startswith("could not parse as file:")
+
+
+@pytest.mark.parametrize(
+    ("raw", "summary"),
+    [
+        (b"single line", "single line"),
+        (b"line one\nline two\n", "line one (2 lines)"),
+        (b"  spaced   out  \n", "spaced out"),
+        (b"", ""),
+    ],
+)
+def test_text(raw, summary):
+    assert derive(raw, content_type="text/plain").summary == f"tool() → {summary}"
+
+
+KIND_TABLE = [
+    # (case, declared, content type, raw, confidence source)
+    ("declared csv wins over json bytes", "csv", "application/json", b"[1]", "csv deriver"),
+    ("file content type", "auto", FILE_CONTENT_TYPE, b'{"name":"f"}', "file handle"),
+    ("csv content type", "auto", "text/csv; charset=utf-8", b"a\n1\n", "csv deriver"),
+    ("json content type", "auto", "application/json", b' {"a":1}', "json deriver"),
+    ("sniffed object", "auto", "application/octet-stream", b'  {"a":1}', "json deriver"),
+    ("sniffed list", "auto", "text/plain", b"[1]", "json deriver"),
+    ("plain text", "auto", "text/plain", b"hello", "text deriver"),
+    ("declared text", "text", "application/json", b'{"a":1}', "text deriver"),
+]
+
+
+@pytest.mark.parametrize(("declared", "content_type", "raw", "source"), [r[1:] for r in KIND_TABLE],
+                         ids=[r[0] for r in KIND_TABLE])
+def test_result_kind_detection(declared, content_type, raw, source):
+    memory = derive(raw, spec=ToolSpec(name="t", result_kind=declared), content_type=content_type)
+    assert memory.confidence_source == source
+
+
+# --------------------------------------------------------------------------- spec-driven fields
+
+
+@pytest.mark.parametrize(
+    ("key_args", "arguments", "expected"),
+    [
+        (None, {"q": "x", "limit": 5}, 'search:{"limit":5,"q":"x"}'),
+        (("q",), {"q": "x", "limit": 5}, 'search:{"q":"x"}'),
+        (("q", "folder"), {"q": "x"}, 'search:{"folder":null,"q":"x"}'),
+        ((), {"q": "x"}, "search:{}"),
+        (None, {}, "search:{}"),
+    ],
+)
+def test_subject_key(key_args, arguments, expected):
+    assert subject_key(ToolSpec(name="search", key_args=key_args), arguments) == expected
+
+
+def test_subject_key_ignores_non_identifying_arguments_and_order():
+    spec = ToolSpec(name="search", key_args=("q",))
+    a = derive(b"[]", spec=spec, arguments={"q": "x", "limit": 5})
+    b = derive(b"[]", spec=spec, arguments={"limit": 50, "q": "x"})
+    assert a.subject_key == b.subject_key == 'search:{"q":"x"}'
+
+
+@pytest.mark.parametrize(
+    ("spec", "status", "freshness", "stale_after"),
+    [
+        (ToolSpec(name="t"), OK, FreshnessClass.SESSION, None),
+        (ToolSpec(name="t", freshness=FreshnessClass.VOLATILE, ttl=timedelta(minutes=5)), OK,
+         FreshnessClass.VOLATILE, NOW + timedelta(minutes=5)),
+        (ToolSpec(name="t", freshness=FreshnessClass.DURABLE, ttl=timedelta(days=2)), OK,
+         FreshnessClass.DURABLE, NOW + timedelta(days=2)),
+        (ToolSpec(name="t", ttl=timedelta(hours=1)), S.FAILED, FreshnessClass.VOLATILE, NOW + timedelta(hours=1)),
+    ],
+)
+def test_freshness_and_stale_after_from_spec(spec, status, freshness, stale_after):
+    memory = derive(b"ok", spec=spec, status=status)
+    assert memory.freshness is freshness
+    assert memory.stale_after == stale_after
+
+
+@pytest.mark.parametrize(
+    ("revalidate_with", "expected"),
+    [((), ("gmail_search",)), (("gmail_list", "gmail_get"), ("gmail_list", "gmail_get"))],
+)
+def test_revalidation_tools(revalidate_with, expected):
+    memory = derive(b"x", spec=ToolSpec(name="gmail_search", revalidate_with=revalidate_with))
+    assert memory.revalidate_with == expected
+
+
+def test_catalog_default_spec_is_conservative():
+    catalog = ToolCatalog(tools=(ToolSpec(name="known", privacy="public"),))
+    assert catalog.spec("known").privacy.value == "public"
+    unknown = catalog.spec("unknown")
+    assert (unknown.name, unknown.privacy.value, unknown.freshness, unknown.result_kind) == (
+        "unknown", "user", FreshnessClass.SESSION, "auto")
+
+
+@pytest.mark.parametrize(
+    ("kind", "scope"),
+    [("chat", "branch"), ("branch_send", "branch"), ("scheduled_job", "branch"), ("parent_resume", "branch"),
+     ("multi_model", "participant_private"), ("discussion", "participant_private"),
+     ("subagent_child", "participant_private")],
+)
+def test_default_visibility(kind, scope):
+    assert default_visibility(kind).value == scope
+
+
+def test_derivation_is_deterministic():
+    raw = b'{"b":[{"id":2},{"id":1}],"a":{"y":1,"x":2},"id":"r"}'
+    first = derive(raw, arguments={"z": 1, "a": 2})
+    assert all(derive(raw, arguments={"a": 2, "z": 1}) == first for _ in range(3))
+
+
+# --------------------------------------------------------------------------- linking
+
+
+LINK_TABLE = [
+    # (case, new subject, new facts, existing, supersedes, conflicts)
+    ("same subject supersedes", "s:1", {}, [("m1", "s:1", {})], ["m1"], []),
+    ("every same-subject memory, oldest first", "s:1", {}, [("m1", "s:1", {}), ("m2", "s:2", {}), ("m3", "s:1", {})],
+     ["m1", "m3"], []),
+    ("other subject, different value", "s:1", {"T-9.status": "open"},
+     [("m1", "s:2", {"T-9.status": "closed"})], [], ["m1"]),
+    ("other subject, same value", "s:1", {"T-9.status": "open"}, [("m1", "s:2", {"T-9.status": "open"})], [], []),
+    ("other subject, disjoint facts", "s:1", {"T-9.status": "open"}, [("m1", "s:2", {"T-8.status": "x"})], [], []),
+    ("same subject never conflicts", "s:1", {"T-9.status": "open"}, [("m1", "s:1", {"T-9.status": "closed"})],
+     ["m1"], []),
+    ("one differing fact is enough", "s:1", {"a.x": "1", "a.y": "2"},
+     [("m1", "s:2", {"a.x": "1", "a.y": "3"})], [], ["m1"]),
+    ("nothing to link", "s:1", {"a.x": "1"}, [], [], []),
+]
+
+
+@pytest.mark.parametrize(("subject", "facts", "existing", "supersedes", "conflicts"), [r[1:] for r in LINK_TABLE],
+                         ids=[r[0] for r in LINK_TABLE])
+def test_link_memory(subject, facts, existing, supersedes, conflicts):
+    assert link_memory(subject, facts, existing) == (supersedes, conflicts)
+
+
+def test_derived_facts_drive_conflicts():
+    spec = ToolSpec(name="get_ticket", key_args=("id",))
+    old = derive(b'{"id":"T-9","status":"open"}', spec=ToolSpec(name="list_tickets"), arguments={"q": "mine"})
+    new = derive(b'{"id":"T-9","status":"closed"}', spec=spec, arguments={"id": "T-9"})
+    existing = [("m-old", old.subject_key, old.payload["facts"])]
+    assert link_memory(new.subject_key, new.payload["facts"], existing) == ([], ["m-old"])

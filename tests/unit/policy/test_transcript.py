@@ -1,0 +1,172 @@
+"""Transcript selection and rendering: window, older user messages, speakers, directives, cuts."""
+
+from __future__ import annotations
+
+import pytest
+
+from policy.enums import DecisionOutcome, MessageRole, OmissionReason
+from policy.policy import ContextPolicy
+from policy_builders import (
+    OTHER,
+    ROOT,
+    SIBLING,
+    VIEWER,
+    boundary,
+    call_request,
+    candidates,
+    decisions_for,
+    message,
+    omission_of,
+    outcome_of,
+    participants,
+    tool_call,
+    transcript,
+)
+
+
+def _conversation():
+    """Eight alternating turns u1 a2 u3 a4 u5 a6 u7 a8 (seq 21..28)."""
+    return [
+        message(f"{'u' if i % 2 else 'a'}{i}", 20 + i, "user" if i % 2 else "assistant", f"turn {i}")
+        for i in range(1, 9)
+    ]
+
+
+WINDOW_TABLE = [
+    # (case, keep_older_user_messages, window, expected kept ids, expected OUTSIDE_WINDOW ids)
+    ("default window keeps older user turns", True, 4, ["u1", "u3", "u5", "a6", "u7", "a8"], ["a2", "a4"]),
+    ("older user turns dropped too", False, 4, ["u5", "a6", "u7", "a8"], ["u1", "a2", "u3", "a4"]),
+    ("window of two", True, 2, ["u1", "u3", "u5", "u7", "a8"], ["a2", "a4", "a6"]),
+    ("window covers everything", False, 20, ["u1", "a2", "u3", "a4", "u5", "a6", "u7", "a8"], []),
+    ("empty window still keeps the last user turn", False, 0, ["u7"], ["u1", "a2", "u3", "a4", "u5", "a6", "a8"]),
+]
+
+
+@pytest.mark.parametrize(
+    ("keep_older", "window", "kept", "outside"),
+    [row[1:] for row in WINDOW_TABLE],
+    ids=[row[0] for row in WINDOW_TABLE],
+)
+def test_message_window(run, keep_older, window, kept, outside):
+    policy = ContextPolicy(message_window=window, keep_older_user_messages=keep_older)
+    result = run(candidates(messages=_conversation()), policy=policy)
+    assert [content for _, content in transcript(result)] == [f"turn {m[1:]}" for m in kept]
+    assert sorted(r for r, n in _omissions(result).items() if n is OmissionReason.OUTSIDE_WINDOW) == sorted(
+        f"message:{m}" for m in outside
+    )
+
+
+def _omissions(result):
+    return {d.subject_ref: d.omission for d in result.decisions if d.omission is not None}
+
+
+def test_messages_keep_their_roles_and_seq_order(run):
+    result = run(candidates(messages=list(reversed(_conversation()))), policy=ContextPolicy(message_window=20))
+    assert transcript(result) == [
+        ("user" if i % 2 else "assistant", f"turn {i}") for i in range(1, 9)
+    ]
+
+
+def test_older_user_messages_compete_for_budget_after_the_window(run):
+    result = run(candidates(messages=_conversation()), boundary(token_budget=1))
+    assert outcome_of(result, "message:u7") is DecisionOutcome.PROTECTED
+    for ref in ("message:u1", "message:u5", "message:a8"):
+        assert omission_of(result, ref) is OmissionReason.BUDGET
+    assert transcript(result) == [("user", "turn 7")]
+
+
+def test_tool_call_only_messages_are_omitted(run):
+    call = tool_call("tc-1", 22, "succeeded")
+    messages = [
+        message("u1", 21, "user", "look it up"),
+        message("a2", 22, "assistant", "", tool_calls=(call_request(call),)),
+        message("a3", 23, "assistant", "   \n"),
+        message("a4", 24, "assistant", "found it"),
+    ]
+    result = run(candidates(messages=messages))
+    for ref in ("message:a2", "message:a3"):
+        assert omission_of(result, ref) is OmissionReason.RESOLVED_ELSEWHERE
+    assert transcript(result) == [("user", "look it up"), ("assistant", "found it")]
+
+
+SPEAKER_TABLE = [
+    # (case, role, author, speaker_label, directive, expected role, expected content)
+    ("own assistant turn", "assistant", VIEWER, None, False, "assistant", "hi"),
+    ("own assistant turn with label", "assistant", VIEWER, "Analyst", False, "assistant", "hi"),
+    ("other participant's turn", "assistant", OTHER, "Critic", False, "user", "Critic: hi"),
+    ("human user", "user", None, None, False, "user", "hi"),
+    ("labelled human user", "user", None, "Dana", False, "user", "Dana: hi"),
+    ("moderator directive", "user", None, "Moderator", True, "system", "Moderator directive: hi"),
+    ("unlabelled directive", "assistant", OTHER, None, True, "system", "Moderator directive: hi"),
+    ("labelled directive", "user", None, "Chair", True, "system", "Chair directive: hi"),
+]
+
+
+@pytest.mark.parametrize(
+    ("role", "author", "label", "directive", "expected_role", "expected_content"),
+    [row[1:] for row in SPEAKER_TABLE],
+    ids=[row[0] for row in SPEAKER_TABLE],
+)
+def test_speaker_rendering(run, role, author, label, directive, expected_role, expected_content):
+    subject = message("m-1", 40, role, "hi", author=author, speaker_label=label, is_directive=directive)
+    result = run(candidates(messages=[message("u-0", 39, "user", "start"), subject]))
+    rendered = [m for m in result.messages if (m.content or "").endswith("hi")]
+    assert [(m.role.value, m.content) for m in rendered] == [(expected_role, expected_content)]
+
+
+def test_directives_are_protected_even_outside_the_window(run):
+    messages = [message("d-0", 11, "user", "stay on topic", speaker_label="Moderator", is_directive=True)]
+    messages += _conversation()
+    result = run(candidates(messages=messages), boundary(token_budget=1), policy=ContextPolicy(message_window=2))
+    assert outcome_of(result, "message:d-0") is DecisionOutcome.PROTECTED
+    assert transcript(result) == [("system", "Moderator directive: stay on topic"), ("user", "turn 7")]
+
+
+def test_directive_decision_is_policy_class(run):
+    messages = [message("d-0", 11, "user", "be brief", is_directive=True), message("u-1", 12, "user", "go")]
+    result = run(candidates(messages=messages))
+    [decision] = decisions_for(result, "message:d-0")
+    assert decision.kind == "transcript"
+    assert decision.reason == "protected state"
+
+
+@pytest.mark.parametrize(
+    ("length", "limit", "cut"),
+    [(10, 10, False), (11, 10, True), (5000, 4000, True), (3999, 4000, False)],
+)
+def test_long_messages_are_cut_with_a_marker(run, length, limit, cut):
+    content = "x" * length
+    result = run(candidates(messages=[message("u-1", 30, "user", content)]),
+                 policy=ContextPolicy(max_message_chars=limit))
+    [(_, rendered)] = transcript(result)
+    if cut:
+        assert rendered == "x" * limit + f"\n[message cut at {limit} of {length} chars]"
+    else:
+        assert rendered == content
+
+
+def test_sibling_and_post_fork_messages_never_appear(run):
+    messages = [
+        message("u-root", 5, "user", "root question", branch=ROOT),
+        message("a-root-late", 11, "assistant", "root after fork", branch=ROOT),
+        message("u-sib", 12, "user", "sibling question", branch=SIBLING),
+        message("u-act", 13, "user", "active question"),
+    ]
+    result = run(candidates(messages=messages))
+    assert transcript(result) == [("user", "root question"), ("user", "active question")]
+    assert [d.kind for d in decisions_for(result, "message:u-sib")] == ["lineage"]
+
+
+def test_last_user_message_decides_protection_not_the_last_message(run):
+    messages = [message("u-1", 21, "user", "q"), message("a-2", 22, "assistant", "a")]
+    result = run(candidates(messages=messages), boundary(token_budget=1))
+    assert outcome_of(result, "message:u-1") is DecisionOutcome.PROTECTED
+    assert omission_of(result, "message:a-2") is OmissionReason.BUDGET
+
+
+def test_no_system_message_without_prompt_or_sections(run):
+    quiet = tuple(p.model_copy(update={"system_prompt": ""}) for p in participants())
+    world = candidates(participants=quiet, messages=[message("u-1", 21, "user", "q")])
+    result = run(world)
+    assert [(m.role, m.content) for m in result.messages] == [(MessageRole.USER, "q")]
+    assert result.to_openai() == [{"role": "user", "content": "q"}]
