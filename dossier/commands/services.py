@@ -73,4 +73,4 @@ def format_table(rows: Sequence[ServiceStatus]) -> str:
     header = ("SERVICE", "STATE", "PID", "ENDPOINT", "")
     lines = [header] + [(r.name, r.state, str(r.pid or "-"), r.endpoint or "-", r.detail) for r in rows]
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
-    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip() for line in lines)
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip() for line in lines)

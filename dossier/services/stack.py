@@ -29,7 +29,9 @@ logger = logging.getLogger(__name__)
 
 
 def _check_names(which: Iterable[str]) -> list[str]:
-    names = list(dict.fromkeys(which))  # de-duplicated, order kept
+    if isinstance(which, str):  # ensure_services(s, "s3") means ("s3",), not ("s", "3")
+        which = (which,)
+    names = list(dict.fromkeys(which))
     unknown = [n for n in names if n not in SERVICES]
     if unknown:
         raise ServiceConfigError(f"unknown service(s) {unknown}; known: {list(SERVICES)}")
@@ -73,6 +75,8 @@ def ensure_services(settings: Settings, which: Iterable[str] = DEFAULT_SERVICES)
     """
     names = [n for n in _check_names(which) if not is_external(settings, n)]
     records: dict[str, dict] = {}
+    if not names:  # all external: no need to create DOSSIER_HOME or take the lock
+        return _endpoints(settings, records)
     with locked_state(settings.dossier_home) as state:
         for name in names:
             began = time.monotonic()
@@ -84,16 +88,22 @@ def ensure_services(settings: Settings, which: Iterable[str] = DEFAULT_SERVICES)
 
 def _endpoints(settings: Settings, records: dict[str, dict]) -> Endpoints:
     pg = postgres.PostgresRecord.model_validate(records["postgres"]) if "postgres" in records else None
-    store = s3.S3Record.model_validate(records["s3"]) if "s3" in records else None
     tmp = temporal.TemporalRecord.model_validate(records["temporal"]) if "temporal" in records else None
-    secret = settings.s3_secret_key.get_secret_value() if settings.s3_secret_key else None
+    s3_endpoint = s3_access = s3_secret = None
+    s3_secure = False
+    if settings.s3_endpoint is not None:
+        s3_endpoint, s3_access, s3_secure = settings.s3_endpoint, settings.s3_access_key, settings.s3_secure
+        s3_secret = settings.s3_secret_key.get_secret_value() if settings.s3_secret_key else None
+    elif "s3" in records:
+        embedded = s3.S3Record.model_validate(records["s3"])
+        s3_endpoint, s3_access, s3_secret = embedded.endpoint, embedded.access_key, embedded.secret_key
     return Endpoints(
         database_url=postgres.external_url(settings) or (pg.url if pg else None),
-        s3_endpoint=settings.s3_endpoint or (store.endpoint if store else None),
-        s3_access_key=settings.s3_access_key if settings.s3_endpoint else (store.access_key if store else None),
-        s3_secret_key=secret if settings.s3_endpoint else (store.secret_key if store else None),
+        s3_endpoint=s3_endpoint,
+        s3_access_key=s3_access,
+        s3_secret_key=s3_secret,
         s3_region=settings.s3_region,
-        s3_secure=settings.s3_secure if settings.s3_endpoint else False,
+        s3_secure=s3_secure,
         s3_bucket=settings.s3_bucket,
         temporal_address=settings.temporal_address or (tmp.address if tmp else None),
         temporal_namespace=settings.temporal_namespace,
@@ -119,11 +129,12 @@ def stop_services(settings: Settings, which: Iterable[str] = tuple(SERVICES)) ->
         ServiceStopError: If a service would not stop.
     """
     names = [n for n in _check_names(which) if not is_external(settings, n)]
-    with locked_state(settings.dossier_home) as state:
-        # Graceful shutdowns take 2-3 s each (weed, temporal): wait for them side by side.
-        with ThreadPoolExecutor(max_workers=len(SERVICES)) as pool:
-            stopped = list(pool.map(lambda n: SERVICES[n].stop(settings, state.get(n)), names))
-    return [name for name, was_running in zip(names, stopped) if was_running]
+    if not names:
+        return []
+    # Graceful shutdowns take 1-3 s each (weed, temporal): wait for them side by side.
+    with locked_state(settings.dossier_home) as state, ThreadPoolExecutor(max_workers=len(SERVICES)) as pool:
+        stopped = list(pool.map(lambda n: SERVICES[n].stop(settings, state.get(n)), names))
+    return [name for name, was_running in zip(names, stopped, strict=True) if was_running]
 
 
 def services_status(settings: Settings) -> list[ServiceStatus]:

@@ -33,7 +33,10 @@ SOCKET = "postgresql://postgres:@/postgres?host=/work/main/.dossier/postgres"
     [
         (SOCKET, "postgresql+asyncpg://postgres:@/postgres?host=/work/main/.dossier/postgres"),
         ("postgresql://root@127.0.0.1:5432/test", "postgresql+asyncpg://root@127.0.0.1:5432/test"),
-        ("postgres://u:p%40ss@db:6543/app?sslmode=require", "postgresql+asyncpg://u:p%40ss@db:6543/app?sslmode=require"),
+        (
+            "postgres://u:p%40ss@db:6543/app?sslmode=require",
+            "postgresql+asyncpg://u:p%40ss@db:6543/app?sslmode=require",
+        ),
         ("postgresql+asyncpg://root@127.0.0.1/test", "postgresql+asyncpg://root@127.0.0.1/test"),
         ("PostgreSQL://root@h/db", "postgresql+asyncpg://root@h/db"),
     ],
