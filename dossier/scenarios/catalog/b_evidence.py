@@ -740,9 +740,9 @@ _GMAIL_SEARCH = _json(
         "messages": [
             {
                 "id": "18d2f6a9c41be7a3",
-                "threadId": "18d2f6a9c41be7a3",
+                "threadId": "18d1f2c07be95a10",
                 "from": "Priya Raman <priya.raman@halvorsen-eng.com>",
-                "subject": "SOW-114 amendment: revised milestone payments",
+                "subject": "Re: SOW-114 amendment: revised milestone payments",
                 "date": "2026-11-26T16:42:10Z",
                 "snippet": "Hi Martin, Thanks for the call on Tuesday. As promised, attached is Amendment 2 to "
                 "SOW-114 covering the revised milestone payments for the Hamburg terminal integration.",
@@ -796,17 +796,27 @@ Priya
 Priya Raman
 Head of Delivery, Halvorsen Engineering AS
 +47 22 41 87 30
+
+On Tue, 24 Nov 2026 at 15:12, Martin Schulz <m.schulz@lumenfreight.de> wrote:
+> Hi Priya,
+>
+> Thanks for walking us through the new milestone plan today. Before I take it to our CFO, could you send
+> the payment changes in writing as an amendment to SOW-114? Please also say how CR-07 is handled, since
+> finance still has it open as a separate accrual.
+>
+> Best,
+> Martin
 """
 
 _SOW_EMAIL = _json(
     {
         "id": "18d2f6a9c41be7a3",
-        "threadId": "18d2f6a9c41be7a3",
+        "threadId": "18d1f2c07be95a10",
         "labelIds": ["INBOX", "IMPORTANT", "CATEGORY_PERSONAL"],
         "from": "Priya Raman <priya.raman@halvorsen-eng.com>",
         "to": "Martin Schulz <m.schulz@lumenfreight.de>",
         "cc": "Erik Lund <erik.lund@halvorsen-eng.com>",
-        "subject": "SOW-114 amendment: revised milestone payments",
+        "subject": "Re: SOW-114 amendment: revised milestone payments",
         "date": "Thu, 26 Nov 2026 16:42:10 +0000",
         "body": _SOW_EMAIL_BODY,
         "attachments": [
@@ -870,7 +880,7 @@ GOOGLE_DERIVED_ROUTE = Scenario(
         CallTool(at=2, key="get_message", participant="assistant", name="gmail.get_message",
                  arguments={"id": "18d2f6a9c41be7a3", "format": "full"}, result=_SOW_EMAIL),
         Say(at=3, author="assistant", text=(
-            "Yes. On Thursday 26 November she sent \"SOW-114 amendment: revised milestone payments\" with "
+            "Yes. On Thursday 26 November she replied to your \"SOW-114 amendment\" thread with "
             "Amendment 2 attached as a PDF. It changes the payment schedule and the Milestone 3 scope, and "
             "she needs the countersigned amendment by Friday 4 December."
         )),
@@ -888,7 +898,7 @@ GOOGLE_DERIVED_ROUTE = Scenario(
             evidence=(Evidence(tool="get_message"),)),
     required=(
         "[m:{m:get_message}]",
-        "subject=SOW-114 amendment: revised milestone payments",
+        "subject=Re: SOW-114 amendment: revised milestone payments",
         "from=Priya Raman <priya.raman@halvorsen-eng.com>",
         "[a:{a:get_message}] raw google_derived body withheld",
         "withheld",
@@ -899,6 +909,7 @@ GOOGLE_DERIVED_ROUTE = Scenario(
         "move the remaining 40% to net-45 from acceptance of Milestone 3",
         "hold the day rates at 2026 levels through June 2027",
         "customs pre-clearance interface",
+        "finance still has it open as a separate accrual",
         "PO number 4500187723",
         "carrier EDI cases",
     ),
