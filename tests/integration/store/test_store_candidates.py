@@ -10,8 +10,7 @@ from policy.enums import MessageRole, ToolCallStatus, VisibilityScope
 from store import graph
 from store.candidates import CandidateLimits
 from store.errors import NotFoundError
-from storeworld import World
-from test_memories import memory
+from storeworld import World, memory
 
 pytestmark = pytest.mark.integration
 

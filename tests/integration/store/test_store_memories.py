@@ -3,45 +3,17 @@
 from __future__ import annotations
 
 import hashlib
-from datetime import UTC, datetime
 
 import pytest
 
 from policy.derive import derive_memory
-from policy.enums import FreshnessClass, PrivacyClass, ResolutionStatus, ToolCallStatus, VisibilityScope
-from policy.records import Locator, ToolMemoryRecord
+from policy.enums import PrivacyClass, ResolutionStatus, ToolCallStatus
 from policy.tools import ToolSpec
 from store import graph
 from store.errors import IntegrityViolation, NotFoundError
-from storeworld import World
+from storeworld import NOW, World, memory
 
 pytestmark = pytest.mark.integration
-
-NOW = datetime(2026, 1, 5, 12, 0, tzinfo=UTC)
-
-
-def memory(world: World, memory_id: str, *, branch_id: str | None = None, **fields: object) -> ToolMemoryRecord:
-    """A tool memory record with sensible defaults."""
-    values: dict[str, object] = dict(
-        id=memory_id,
-        branch_id=branch_id or world.root_branch_id,
-        seq=0,
-        owner_participant_id=world.assistant_id,
-        source_artifact_ids=(),
-        source_tool="read_sheet",
-        subject_key="read_sheet:{\"sheet\":\"Q3\"}",
-        title="read_sheet(sheet=Q3)",
-        summary="3 rows, total 42",
-        payload={"rows": 3, "total": 42},
-        visibility=VisibilityScope.BRANCH,
-        privacy=PrivacyClass.USER,
-        freshness=FreshnessClass.DURABLE,
-        observed_at=NOW,
-        locators=(Locator(artifact_id="a-1", kind="rows", start=1, end=3),),
-    )
-    values.update(fields)
-    return ToolMemoryRecord.model_validate(values)
-
 
 async def test_tool_memory_round_trip_and_idempotence(world: World) -> None:
     record = memory(world, f"m-{world.account_id}", revalidate_with=("read_sheet",), stale_after=NOW)
