@@ -190,7 +190,7 @@ def select_context(
             "unknown provider route: failing closed to public records only",
         )
     viewer = Viewer(participant.id, candidates.lineage, route)
-    short = ShortIds(_all_ids(candidates))
+    short = short_ids_for(candidates)
 
     items: list[Item] = []
     covered_calls, memory_items = _memories(policy, boundary, candidates, viewer, short, ledger)
@@ -225,6 +225,11 @@ def _participant(candidates: CandidateSet, participant_id: str) -> ParticipantRe
         if participant.id == participant_id:
             return participant
     raise UnknownParticipantError(f"participant {participant_id} is not part of this conversation")
+
+
+def short_ids_for(candidates: CandidateSet) -> ShortIds:
+    """The short ids an assembly over ``candidates`` renders (for audit and tests)."""
+    return ShortIds(_all_ids(candidates))
 
 
 def _all_ids(candidates: CandidateSet) -> list[str]:
@@ -568,6 +573,7 @@ def render_context(
     selection: Selection,
     raw_payloads: Mapping[str, bytes],
     counter: TokenCounter,
+    unavailable: Mapping[str, str] | None = None,
 ) -> AssemblyResult:
     """Second pure pass: serialise the selection into provider messages.
 
@@ -575,6 +581,9 @@ def render_context(
         selection: the output of :func:`select_context`.
         raw_payloads: raw bytes for each planned rehydration, by artifact id.
         counter: the injected token counter.
+        unavailable: planned artifacts whose bytes could not be read, with the
+            reason (missing object, failed integrity check); the model is told
+            the evidence is unavailable instead of being given anything else.
 
     Returns:
         Messages, the ContextAssembly record and every policy decision.
@@ -590,7 +599,12 @@ def render_context(
             transcript.append(item)
         else:
             sections[item.section].append(item.text)
+    unavailable = unavailable or {}
     for planned in selection.rehydration:
+        if planned.artifact_id in unavailable:
+            reason = unavailable[planned.artifact_id]
+            sections["evidence"].append(f"[a:{short(planned.artifact_id)}] raw evidence unavailable: {reason}")
+            continue
         if planned.artifact_id not in raw_payloads:
             raise DerivationError(f"rehydration planned for artifact {planned.artifact_id} but no bytes given")
         text = bounded(slice_payload(raw_payloads[planned.artifact_id], planned.locator), planned.max_bytes)
@@ -621,7 +635,9 @@ def render_context(
         token_budget=selection.token_budget,
         selected_refs=tuple(sorted(item.ref for item in selection.items)),
         rehydrated_refs=tuple(
-            f"artifact:{p.artifact_id}#{describe(p.locator).replace(' ', '=')}" for p in selection.rehydration
+            f"artifact:{p.artifact_id}#{describe(p.locator).replace(' ', '=')}"
+            for p in selection.rehydration
+            if p.artifact_id not in unavailable
         ),
         omitted_counts=selection.omitted,
         content_sha256=digest,
@@ -656,4 +672,5 @@ __all__ = [
     "assemble",
     "render_context",
     "select_context",
+    "short_ids_for",
 ]

@@ -391,3 +391,22 @@ class ArtifactStore:
             raise
         spool.seek(0)
         return spool  # type: ignore[return-value]
+
+    # ------------------------------------------------------------------ deletes
+
+    async def delete(self, account_id: str, key: str) -> None:
+        """Remove an object (retention, account deletion, fault injection).
+
+        Content addressing means the object may back several artifacts of the
+        same account; the caller decides that none still needs it. Removing a
+        missing object is not an error (S3 semantics), so a retried delete is safe.
+
+        Args:
+            account_id: the owning account.
+            key: the object key.
+
+        Raises:
+            ArtifactNotFoundError: ``key`` lies outside the account's prefix.
+        """
+        self._check_account(account_id, key)
+        await self._call(lambda: self._client.remove_object(self.bucket, key), key)

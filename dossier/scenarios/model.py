@@ -109,8 +109,11 @@ class Promote(Step):
     """A child run ended: its listed memories become visible to ``to``."""
 
     kind: Literal["promote"] = "promote"
-    tools: tuple[str, ...]
-    """Keys of the child's tool calls whose memories are promoted."""
+    child: str
+    """Key of the subagent participant whose run ended."""
+    tools: tuple[str, ...] = ()
+    """Keys of the child's tool calls whose file handles or failures are promoted."""
+    outcome: Literal["succeeded", "failed", "timed_out"] = "succeeded"
     to: str
     """Key of the parent participant."""
     branch: str = "main"

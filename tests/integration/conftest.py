@@ -1,4 +1,4 @@
-"""Fixtures for tests against real services: a fresh database and a fresh bucket.
+"""Fixtures for tests against real services: a fresh migrated database and a fresh bucket.
 
 Each session gets its own database (`dossier_test_<hex16>`) and bucket
 (`dossier-test-<hex12>`), created on whichever server `endpoints` points at,
@@ -8,6 +8,7 @@ at the end, so runs never see each other's data.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -17,10 +18,16 @@ import pytest
 import pytest_asyncio
 from minio import Minio
 from minio.deleteobjects import DeleteObject
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
+from activities.deps import GraphDeps
+from activities.tokens import token_counter
 from dossier.services import Endpoints
 from dossier.services.s3 import client as s3_client
 from dossier.settings import to_asyncpg_url, with_database
+from store.artifacts import ArtifactStore
+from store.db import create_engine, create_sessionmaker
+from store.migrate import upgrade
 
 _HERE = Path(__file__).parent
 
@@ -54,19 +61,6 @@ async def database_url(endpoints: Endpoints) -> AsyncIterator[str]:
             await admin.close()
 
 
-# ---------------------------------------------------------------------------------------
-# SCHEMA MIGRATION (owner: store/).
-#
-# The schema is migrated by the `engine` fixture, which runs `alembic upgrade head`
-# against `database_url` once per session and yields an AsyncEngine; it lives in
-# tests/integration/store/conftest.py. Should tests outside store/ need the migrated
-# schema, move that fixture here, in place of this note.
-#
-# `database_url` is already the `postgresql+asyncpg://` form that SQLAlchemy and
-# Alembic's async env.py expect, for the embedded socket URL and DATABASE_URL alike.
-# ---------------------------------------------------------------------------------------
-
-
 @pytest.fixture(scope="session")
 def s3(endpoints: Endpoints) -> Minio:
     """A minio client for the session's S3 endpoint, signed with its credentials."""
@@ -92,3 +86,44 @@ def s3_bucket(s3: Minio) -> Iterator[str]:
         errors = list(s3.remove_objects(bucket, doomed))
         assert not errors, f"could not empty {bucket}: {errors}"
         s3.remove_bucket(bucket)
+
+
+@pytest.fixture(scope="session")
+async def engine(database_url: str) -> AsyncIterator[AsyncEngine]:
+    """The migrated test database (``alembic upgrade head`` once per session)."""
+    # upgrade() runs its own event loop, so it goes to a thread.
+    await asyncio.to_thread(upgrade, database_url)
+    engine = create_engine(database_url)
+    yield engine
+    await engine.dispose()
+
+
+@pytest.fixture(scope="session")
+def sessions(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
+    """The session factory, as the worker builds it."""
+    return create_sessionmaker(engine)
+
+
+@pytest.fixture(scope="session")
+async def artifact_store(endpoints: Endpoints, s3_bucket: str) -> ArtifactStore:
+    """The artifact store on the session's fresh bucket."""
+    store = ArtifactStore(
+        endpoint=endpoints.s3_endpoint,
+        access_key=endpoints.s3_access_key,
+        secret_key=endpoints.s3_secret_key,
+        region=endpoints.s3_region,
+        secure=endpoints.s3_secure,
+        bucket=s3_bucket,
+    )
+    await store.ensure_bucket()
+    return store
+
+
+@pytest.fixture(scope="session")
+def graph_deps(sessions: async_sessionmaker[AsyncSession], artifact_store: ArtifactStore) -> GraphDeps:
+    """What every activity gets from the worker: sessions, artifact store, tiktoken counter.
+
+    The inline threshold is 0, so every payload takes the S3 path and
+    scenarios exercise the object store as a large payload would.
+    """
+    return GraphDeps(sessions=sessions, artifacts=artifact_store, counter=token_counter(), inline_max_bytes=0)

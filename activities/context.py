@@ -1,0 +1,112 @@
+"""Assembling the context of one model call from the graph, and recording it.
+
+Load the bounded candidate pool (Postgres), run the pure selection, fetch
+only the raw evidence the selection planned (S3, hash-verified), render, and
+persist the ContextAssembly with every PolicyDecision. Each phase is timed;
+the record is what later audit ("what did the model see, and why not X?")
+reads.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from activities.deps import GraphDeps
+from policy.assembler import AssemblyResult, render_context, select_context
+from policy.records import CandidateSet, GenerationBoundary
+from store.assemblies import save_context_assembly
+from store.candidates import load_candidates
+from store.errors import ArtifactIntegrityError, ArtifactNotFoundError
+from store.payloads import read_artifact_payload
+from store.records import AssemblyTimings
+
+
+@dataclass(frozen=True)
+class AssembledContext:
+    """The outcome of :func:`assemble_context`."""
+
+    assembly_id: str
+    """Id of the persisted ContextAssembly."""
+    result: AssemblyResult
+    """Messages, record and decisions."""
+    candidates: CandidateSet
+    """The candidate pool the selection ran on (for tests and benchmarks)."""
+    timings: AssemblyTimings
+
+
+def _ms(start: float) -> float:
+    return round((time.perf_counter() - start) * 1000, 3)
+
+
+async def assemble_context(
+    deps: GraphDeps,
+    boundary: GenerationBoundary,
+    *,
+    up_to_seq: int | None = None,
+    assembly_id: str | None = None,
+) -> AssembledContext:
+    """Assemble, persist and return the context for ``boundary``.
+
+    Args:
+        deps: graph dependencies (policy, counter, limits included).
+        boundary: the generation boundary.
+        up_to_seq: assemble from a historical graph snapshot.
+        assembly_id: id to persist under (idempotent retries).
+
+    Returns:
+        The persisted assembly.
+
+    Raises:
+        NotFoundError: unknown conversation, branch or participant.
+        BranchCycleError: the branch lineage loops.
+        UnknownParticipantError: the participant is not in the conversation.
+    """
+    start = time.perf_counter()
+    requested = [request.artifact_id for request in boundary.evidence_requests]
+    async with deps.sessions() as session:
+        candidates = await load_candidates(
+            session,
+            boundary.account_id,
+            boundary.conversation_id,
+            boundary.branch_id,
+            deps.limits,
+            up_to_seq=up_to_seq,
+            extra_artifact_ids=requested,
+        )
+    graph_ms = _ms(start)
+
+    start = time.perf_counter()
+    selection = select_context(deps.policy, boundary, candidates, deps.counter)
+    policy_ms = _ms(start)
+
+    raw: dict[str, bytes] = {}
+    unavailable: dict[str, str] = {}
+    async with deps.sessions() as session:
+        for planned in selection.rehydration:
+            try:
+                raw[planned.artifact_id] = await read_artifact_payload(
+                    session, deps.artifacts, boundary.account_id, planned.artifact_id
+                )
+            except ArtifactNotFoundError:
+                unavailable[planned.artifact_id] = "the stored object is missing"
+            except ArtifactIntegrityError:
+                unavailable[planned.artifact_id] = "the stored bytes failed their sha256 check"
+
+    start = time.perf_counter()
+    result = render_context(selection, raw, deps.counter, unavailable)
+    serialise_ms = _ms(start)
+
+    timings = AssemblyTimings(graph_query_ms=graph_ms, policy_ms=policy_ms, serialise_ms=serialise_ms)
+    async with deps.sessions() as session, session.begin():
+        saved_id = await save_context_assembly(
+            session,
+            boundary.account_id,
+            boundary,
+            result.record,
+            result.decisions,
+            result.to_openai(),
+            timings,
+            assembly_id=assembly_id,
+        )
+    return AssembledContext(assembly_id=saved_id, result=result, candidates=candidates, timings=timings)

@@ -1,0 +1,42 @@
+"""The dependencies every I/O step needs, bundled once by a composition root.
+
+Activities receive a :class:`GraphDeps` in their constructor (worker, CLI,
+tests); nothing here builds a connection at import time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from policy.policy import DEFAULT_POLICY, ContextPolicy
+from policy.tokens import TokenCounter
+from policy.tools import ToolCatalog
+from store.artifacts import ArtifactStore
+from store.candidates import DEFAULT_LIMITS, CandidateLimits
+from store.tools import INLINE_PAYLOAD_MAX
+
+EXACT_TOKEN_COUNT_MAX_BYTES = 4 * 1024 * 1024
+"""Payloads above this size get an estimated (bytes / 4) replay token count:
+exact counting of a 50 MB dump would cost seconds for a statistic."""
+
+
+@dataclass(frozen=True)
+class GraphDeps:
+    """Postgres sessions, the artifact store and the pure-policy inputs."""
+
+    sessions: async_sessionmaker[AsyncSession]
+    """Session factory (``expire_on_commit=False``)."""
+    artifacts: ArtifactStore
+    """Raw payloads over the S3 API."""
+    counter: TokenCounter
+    """Token counter injected into the policy (tiktoken in production)."""
+    catalog: ToolCatalog = field(default_factory=ToolCatalog)
+    """Privacy/freshness metadata of known tools."""
+    policy: ContextPolicy = DEFAULT_POLICY
+    """The context policy in force."""
+    limits: CandidateLimits = DEFAULT_LIMITS
+    """Bounds of the candidate pools loaded per assembly."""
+    inline_max_bytes: int = INLINE_PAYLOAD_MAX
+    """Payloads up to this size stay in Postgres; larger ones go to S3."""
