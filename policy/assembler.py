@@ -196,9 +196,10 @@ def select_context(
     covered_calls, memory_items = _memories(policy, boundary, candidates, viewer, short, ledger)
     items += memory_items
     items += _tool_calls(policy, candidates, viewer, short, ledger, covered_calls)
+    items = _drop_memories_of_open_calls(items, candidates, ledger)
     items += _planning(candidates, viewer, short, ledger)
     items += _user_memories(candidates, viewer, ledger)
-    items += _transcript(policy, candidates, participant, viewer, ledger)
+    items += _transcript(policy, boundary, candidates, participant, viewer, ledger)
     _count_unrequested_raw(candidates, viewer, ledger, boundary)
 
     # 0 is a budget (protected state only), not "unset".
@@ -271,9 +272,12 @@ def _memories(
     # A replacement this viewer cannot see (a sibling branch's, another
     # participant's private memory, one outside the candidates) replaces nothing.
     passed_ids = {memory.id for memory in passed}
+    covered: set[str] = set()
     admitted: list[ToolMemoryRecord] = []
     for memory in passed:
         if memory.superseded_by in passed_ids:
+            # Its call is represented too: by the replacement, not by a receipt line.
+            covered.update(call_of_artifact[a] for a in memory.source_artifact_ids if a in call_of_artifact)
             ledger.decide(
                 "supersession", f"memory:{memory.id}", DecisionOutcome.OMITTED,
                 f"superseded by memory {memory.superseded_by}", OmissionReason.SUPERSEDED,
@@ -282,7 +286,6 @@ def _memories(
         admitted.append(memory)
 
     admitted_ids = {memory.id for memory in admitted}
-    covered: set[str] = set()
     items: list[Item] = []
     for memory in admitted:
         ref = f"memory:{memory.id}"
@@ -300,6 +303,25 @@ def _memories(
         text = memory_line(memory, short, conflicts)
         items.append(Item(ref, "memory", RecordClass.EPISTEMIC, False, 0 if conflicts else 1, memory.seq, text))
     return covered, items
+
+
+def _drop_memories_of_open_calls(items: list[Item], candidates: CandidateSet, ledger: _Ledger) -> list[Item]:
+    """A failed call shown as open recovery state needs no second line for its error memory."""
+    open_calls = {item.ref.removeprefix("tool_call:") for item in items if item.section == "recovery"}
+    call_of_artifact = {artifact.id: artifact.tool_call_id for artifact in candidates.artifacts}
+    calls_of_memory = {
+        f"memory:{memory.id}": {call_of_artifact.get(a) for a in memory.source_artifact_ids}
+        for memory in candidates.tool_memories
+    }
+    kept: list[Item] = []
+    for item in items:
+        calls = calls_of_memory.get(item.ref, set())
+        if item.section == "memory" and calls and calls <= open_calls:
+            ledger.decide("tool_memory", item.ref, DecisionOutcome.OMITTED,
+                          "represented by its open tool call", OmissionReason.RESOLVED_ELSEWHERE)
+            continue
+        kept.append(item)
+    return kept
 
 
 def _tool_calls(
@@ -387,12 +409,18 @@ def _user_memories(candidates: CandidateSet, viewer: Viewer, ledger: _Ledger) ->
 
 def _transcript(
     policy: ContextPolicy,
+    boundary: GenerationBoundary,
     candidates: CandidateSet,
     participant: ParticipantRecord,
     viewer: Viewer,
     ledger: _Ledger,
 ) -> list[Item]:
-    """Lineage messages: the window verbatim, older user messages by budget."""
+    """Lineage messages: the window and the opening request verbatim, the rest omitted.
+
+    Directives and the current user message are protected; the window is the
+    runtime mode's; older user messages compete for the budget only when the
+    policy says so.
+    """
     visible: list[MessageRecord] = []
     for message in _by_seq(candidates.messages):
         ref = f"message:{message.id}"
@@ -410,8 +438,15 @@ def _transcript(
             continue
         visible.append(message)
 
-    last_user = max((m.seq for m in visible if m.role is MessageRole.USER), default=None)
-    window_start = len(visible) - policy.message_window
+    user_seqs = [m.seq for m in visible if m.role is MessageRole.USER]
+    last_user = max(user_seqs, default=None)
+    opening = min(user_seqs, default=None) if policy.keep_opening_request else None
+    fork_point = None
+    steps = candidates.lineage.steps
+    if policy.keep_fork_point and len(steps) > 1 and steps[-2].until_seq is not None:
+        fork_point = max((m.seq for m in visible if m.seq <= steps[-2].until_seq), default=None)
+    window = policy.window_for(boundary.runtime_kind)
+    window_start = len(visible) - window
     items: list[Item] = []
     for index, message in enumerate(visible):
         ref = f"message:{message.id}"
@@ -422,11 +457,13 @@ def _transcript(
             items.append(Item(ref, "transcript", RecordClass.CONVERSATIONAL, True, 0, message.seq, message=chat))
         elif index >= window_start:
             items.append(Item(ref, "transcript", RecordClass.CONVERSATIONAL, False, 0, message.seq, message=chat))
+        elif message.seq in (opening, fork_point):
+            items.append(Item(ref, "transcript", RecordClass.PLANNING, False, 0, message.seq, message=chat))
         elif message.role is MessageRole.USER and policy.keep_older_user_messages:
             items.append(Item(ref, "transcript", RecordClass.CONVERSATIONAL, False, 1, message.seq, message=chat))
         else:
             ledger.decide("transcript", ref, DecisionOutcome.OMITTED,
-                          f"older than the {policy.message_window}-message window", OmissionReason.OUTSIDE_WINDOW)
+                          f"older than the {window}-message window", OmissionReason.OUTSIDE_WINDOW)
     return items
 
 

@@ -21,14 +21,11 @@ from policy.enums import FreshnessClass, ToolCallStatus
 from policy.errors import DerivationError
 from policy.records import Locator, Record, canonical_json
 from policy.rehydrate import decode_payload
+from policy.summarise import SUMMARY_CHARS, is_free_text, json_summary, scalar, text_summary
 from policy.tools import ResultKind, ToolSpec
 
 FILE_CONTENT_TYPE = "application/vnd.dossier.file+json"
 """Content type of a generated-file handle ``{"name", "bytes", "sha256", "uri"}``."""
-
-_ID_HINTS = ("id", "email", "name", "title", "status", "date", "url", "number", "code")
-_MAX_ITEMS = 8
-_MAX_VALUE = 80
 
 
 class MemoryDraft(Record):
@@ -95,10 +92,11 @@ def derive_memory(
         if kind == "csv":
             summary, payload, locators = _csv_summary(text, artifact_id)
         elif kind in ("json", "search"):
-            summary, payload = _json_summary(json.loads(text))
+            data = json.loads(text)
+            summary, payload = json_summary(data, spec.summary_fields, spec.summary_chars or SUMMARY_CHARS, arguments), _json_payload(data)
             locators = whole
         else:
-            summary, payload, locators = _text_summary(text), {}, whole
+            summary, payload, locators = text_summary(text), {}, whole
     # RecursionError: json.loads raises it for pathologically nested input.
     except (ValueError, csv.Error, DerivationError, RecursionError) as exc:
         draft = _draft(spec, arguments, title, f"{title}: unparsed {kind} result, {len(raw)} bytes",
@@ -125,15 +123,18 @@ def _draft(spec, arguments, title, summary, payload, confidence, source, locator
     )
 
 
+_ARG_CHARS = 40
+_ARGS_CHARS = 100
+
+
 def _compact_args(arguments: dict[str, Any]) -> str:
-    parts = [f"{k}={_scalar(v)}" for k, v in sorted(arguments.items())]
+    """Arguments as a title shows them; the full ones stay on the tool call."""
+    parts = []
+    for key, value in sorted(arguments.items()):
+        text = " ".join((value if isinstance(value, str) else canonical_json(value)).split())
+        parts.append(f"{key}={text if len(text) <= _ARG_CHARS else text[: _ARG_CHARS - 1] + '…'}")
     text = ", ".join(parts)
-    return text if len(text) <= 120 else text[:119] + "…"
-
-
-def _scalar(value: Any) -> str:
-    text = value if isinstance(value, str) else canonical_json(value)
-    return text if len(text) <= _MAX_VALUE else text[: _MAX_VALUE - 1] + "…"
+    return text if len(text) <= _ARGS_CHARS else text[: _ARGS_CHARS - 1] + "…"
 
 
 def _kind(declared: ResultKind, content_type: str, raw: bytes) -> ResultKind:
@@ -197,26 +198,25 @@ def _csv_summary(text: str, artifact_id: str) -> tuple[str, dict[str, Any], tupl
     return summary, payload, (Locator(artifact_id=artifact_id, kind="rows", start=1, end=max(len(body), 1)),)
 
 
-def _json_summary(data: Any) -> tuple[str, dict[str, Any]]:
+def _json_payload(data: Any) -> dict[str, Any]:
+    """Structured payload of a JSON result: list counts and the record's facts.
+
+    Facts (``entity.attribute`` -> value) are what contradiction detection
+    compares across memories; free text is no fact.
+    """
     if isinstance(data, list):
-        return _list_summary(data, "items")
-    if isinstance(data, dict):
-        parts: list[str] = []
-        facts: dict[str, str] = {}
-        entity = _entity(data)
-        for key in sorted(data):
-            value = data[key]
-            if isinstance(value, list):
-                inner, _ = _list_summary(value, key)
-                parts.append(inner)
-            elif isinstance(value, dict):
-                parts.append(f"{key}: {_flat(value)}")
-            elif value is not None:
-                parts.append(f"{key}={_scalar(value)}")
-                if entity:
-                    facts[f"{entity}.{key}"] = _scalar(value)
-        return "; ".join(parts), {"facts": facts} if facts else {}
-    return _scalar(data), {}
+        return {"count": len(data)}
+    if not isinstance(data, dict):
+        return {}
+    entity = _entity(data)
+    if not entity:
+        return {}
+    facts = {
+        f"{entity}.{key}": scalar(value)
+        for key, value in sorted(data.items())
+        if value is not None and not isinstance(value, (list, dict)) and not is_free_text(value, key)
+    }
+    return {"facts": facts} if facts else {}
 
 
 def _entity(record: dict[str, Any]) -> str | None:
@@ -225,34 +225,6 @@ def _entity(record: dict[str, Any]) -> str | None:
         if isinstance(record.get(key), (str, int)):
             return str(record[key])
     return None
-
-
-def _flat(record: dict[str, Any]) -> str:
-    pairs = [f"{k}={_scalar(v)}" for k, v in sorted(record.items()) if v is not None and not isinstance(v, (list, dict))]
-    return ", ".join(pairs[:10])
-
-
-def _list_summary(items: list[Any], label: str) -> tuple[str, dict[str, Any]]:
-    if not items:
-        return f"{label}: none", {"count": 0}
-    if all(isinstance(item, dict) for item in items):
-        shown = []
-        for item in items[:_MAX_ITEMS]:
-            keys = [k for k in sorted(item) if any(h in k.lower() for h in _ID_HINTS)]
-            keys = keys or sorted(item)[:3]
-            shown.append("{" + ", ".join(f"{k}={_scalar(item[k])}" for k in keys if item[k] is not None) + "}")
-        more = f" (+{len(items) - _MAX_ITEMS} more)" if len(items) > _MAX_ITEMS else ""
-        return f"{label}: {len(items)} — " + "; ".join(shown) + more, {"count": len(items)}
-    shown = ", ".join(_scalar(item) for item in items[:_MAX_ITEMS])
-    more = f" (+{len(items) - _MAX_ITEMS} more)" if len(items) > _MAX_ITEMS else ""
-    return f"{label}: {len(items)} — {shown}{more}", {"count": len(items)}
-
-
-def _text_summary(text: str) -> str:
-    lines = text.strip().splitlines()
-    first = " ".join(lines[0].split()) if lines else ""
-    first = first if len(first) <= 160 else first[:159] + "…"
-    return f"{first} ({len(lines)} lines)" if len(lines) > 1 else first
 
 
 def link_memory(

@@ -12,7 +12,7 @@ from datetime import timedelta
 
 from pydantic import Field, field_serializer
 
-from policy.enums import FreshnessClass, PrivacyClass
+from policy.enums import FreshnessClass, PrivacyClass, RuntimeKind
 from policy.records import Record, canonical_json
 
 _ALL = frozenset(PrivacyClass)
@@ -75,16 +75,28 @@ DEFAULT_FRESHNESS_TTL: dict[FreshnessClass, timedelta | None] = {
 class ContextPolicy(Record):
     """Every knob of context assembly; frozen, hashed, versioned."""
 
-    version: str = "dossier-default/1"
+    version: str = "dossier-default/2"
     """Human name of the rule set; bump it whenever a default changes."""
     routes: tuple[ProviderRoute, ...] = DEFAULT_ROUTES
     default_token_budget: int = 2048
     """Prompt token budget when the generation boundary sets none."""
-    message_window: int = 4
-    """Most recent transcript messages kept verbatim."""
-    keep_older_user_messages: bool = True
-    """Older user messages compete for the budget instead of being dropped:
-    what the user said stays available after the window moves on."""
+    message_window: int = 3
+    """Most recent transcript messages kept verbatim (the current request and
+    the exchange before it). Tool results, plans and open calls reach the
+    model as graph records, so the window only carries the conversation's thread."""
+    message_window_by_runtime: dict[RuntimeKind, int] = Field(
+        default_factory=lambda: {RuntimeKind.DISCUSSION: 4, RuntimeKind.MULTI_MODEL: 3}
+    )
+    """Wider windows where several speakers take turns: a speaker needs the
+    round it is answering, not only the last line of it."""
+    keep_opening_request: bool = True
+    """The lineage's first user message (the task statement) stays in view
+    however far the window has moved."""
+    keep_fork_point: bool = True
+    """On a forked branch, the message it forked from stays in view: the
+    branch exists to answer it differently."""
+    keep_older_user_messages: bool = False
+    """Older user messages compete for the budget instead of being dropped."""
     max_message_chars: int = 4000
     """Longer transcript messages are cut, with a marker, in the context."""
     stale_handling: str = Field(default="marker", pattern="^(marker|omit)$")
@@ -95,10 +107,15 @@ class ContextPolicy(Record):
     )
     max_memories: int = 48
     """Upper bound on tool memories rendered (after priority ordering)."""
-    max_error_chars: int = 600
-    """Retry-critical errors are kept verbatim up to this length."""
+    max_error_chars: int = 400
+    """Open and failed calls keep their error's headline and its last lines
+    verbatim up to this length (the final line is kept whole)."""
     rehydration_item_bytes: int = 4096
     rehydration_total_bytes: int = 12288
+
+    def window_for(self, runtime_kind: RuntimeKind) -> int:
+        """The transcript window for a runtime mode."""
+        return self.message_window_by_runtime.get(runtime_kind, self.message_window)
 
     def route(self, name: str) -> ProviderRoute | None:
         """The route called ``name``, or ``None`` when the policy has none."""

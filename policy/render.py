@@ -70,9 +70,33 @@ def tool_call_line(call: ToolCallRecord, short: ShortIds, max_error_chars: int) 
         return f"{head}: waiting for {call.waiting_for or 'an external answer'}"
     if call.status in (ToolCallStatus.FAILED, ToolCallStatus.RETRYING) or call.last_error:
         critical = ", retry-critical" if call.retry_critical else ""
-        error = (call.last_error or "no error text captured")[:max_error_chars]
+        error = error_excerpt(call.last_error or "no error text captured", max_error_chars)
         return f"{head} after {call.attempts} attempt(s){critical}: {error}"
     return head
+
+
+def error_excerpt(error: str, max_chars: int) -> str:
+    """The lines of an error that say what went wrong, verbatim, within ``max_chars``.
+
+    Errors put their headline first and their cause last (a traceback ends in
+    the exception; a CLI ends in its final message); the frames in between are
+    what can go. The last line is kept whole even past ``max_chars``: it is
+    the one a fix is written against.
+    """
+    lines = [line.strip() for line in error.strip().splitlines() if line.strip()]
+    if len(lines) <= 1 or len("\n".join(lines)) <= max_chars:
+        return " | ".join(lines) if lines else ""
+    tail = [lines[-1]]
+    used = len(lines[-1])
+    for line in reversed(lines[1:-1]):
+        if used + len(line) + 3 > max_chars:
+            break
+        tail.insert(0, line)
+        used += len(line) + 3
+    head = lines[0] if used + len(lines[0]) + 3 <= max_chars or len(lines[0]) <= 120 else lines[0][:119] + "…"
+    skipped = len(lines) - 1 - len(tail)
+    gap = [f"[{skipped} line(s) omitted]"] if skipped else []
+    return " | ".join([head, *gap, *tail])
 
 
 def receipt_line(call: ToolCallRecord, short: ShortIds) -> str:

@@ -11,6 +11,8 @@ from datetime import timedelta
 from typing import Literal
 
 from policy.enums import FreshnessClass, PrivacyClass, RuntimeKind, VisibilityScope
+from pydantic import Field
+
 from policy.records import Record
 
 ResultKind = Literal["auto", "csv", "json", "search", "text", "file"]
@@ -33,6 +35,11 @@ class ToolSpec(Record):
     """Arguments that identify the subject (for supersession); ``None``: all."""
     retry_critical: bool = False
     """A failure of this tool must stay visible verbatim until resolved."""
+    summary_fields: tuple[str, ...] = ()
+    """Result fields a summary shows first, in this order (``a`` or ``a.b`` for
+    a nested object's or a list item's field); others follow by rank."""
+    summary_chars: int | None = Field(default=None, ge=40)
+    """Character budget of this tool's summaries (``None``: the default budget)."""
 
 
 class ToolCatalog(Record):

@@ -484,7 +484,12 @@ BRANCH_ISOLATION = Scenario(
         "plan A's file or the words of its branch."
     ),
     tools=(
-        ToolSpec(name="db.describe_cluster", key_args=("cluster",)),
+        ToolSpec(
+            name="db.describe_cluster",
+            key_args=("cluster",),
+            # What a migration plan is written against; sizing details stay in the raw result.
+            summary_fields=("engine_version", "status", "maintenance_window", "extensions.name", "extensions.version"),
+        ),
         ToolSpec(name="files.write", result_kind="file", key_args=("name",)),
     ),
     steps=(

@@ -1106,6 +1106,9 @@ SCHEDULED_JOB = Scenario(
             privacy=PrivacyClass.OAUTH,
             freshness=FreshnessClass.VOLATILE,
             ttl=timedelta(hours=6),
+            # The digest is the list: every open PR by number and title.
+            summary_fields=("items.number", "items.title"),
+            summary_chars=480,
         ),
         ToolSpec(name="slack.post_message", privacy=PrivacyClass.OAUTH, freshness=FreshnessClass.PERMANENT),
     ),
@@ -1336,7 +1339,12 @@ BRANCH_SEND = Scenario(
     ),
     tools=(
         ToolSpec(name="logs.query", result_kind="text", privacy=PrivacyClass.USER, freshness=FreshnessClass.DURABLE),
-        ToolSpec(name="github.compare", privacy=PrivacyClass.OAUTH, freshness=FreshnessClass.DURABLE),
+        ToolSpec(
+            name="github.compare",
+            privacy=PrivacyClass.OAUTH,
+            freshness=FreshnessClass.DURABLE,
+            summary_fields=("status", "ahead_by", "files.filename", "files.status"),
+        ),
         ToolSpec(name="db.explain", privacy=PrivacyClass.USER, freshness=FreshnessClass.SESSION),
     ),
     steps=(

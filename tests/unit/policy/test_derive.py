@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import timedelta
 from decimal import Decimal
 
+import json
+
 import pytest
 
 from policy.derive import FILE_CONTENT_TYPE, derive_memory, link_memory, subject_key
@@ -89,7 +91,8 @@ def test_empty_csv_is_low_confidence():
 def test_json_object():
     memory = derive(b'{"id":"T-1","status":"open","tags":["a","b"],"owner":{"name":"Ann"},"note":null}',
                     spec=ToolSpec(name="get_ticket"), arguments={"id": "T-1"})
-    assert memory.summary == "get_ticket(id=T-1) → id=T-1; owner: name=Ann; status=open; tags: 2 — a, b"
+    # id=T-1 only echoes the argument the title shows; the rest reads in payload order.
+    assert memory.summary == "get_ticket(id=T-1) → status=open; tags: 2 — a, b; owner: name=Ann"
     assert memory.payload == {"facts": {"T-1.id": "T-1", "T-1.status": "open"}}
     assert memory.locators == (Locator(artifact_id="art-1"),)
 
@@ -118,6 +121,8 @@ def test_json_without_entity_has_no_facts():
         (b'["a","b"]', "items: 2 — a, b", 2),
         (b"[0,1,2,3,4,5,6,7,8,9]", "items: 10 — 0, 1, 2, 3, 4, 5, 6, 7 (+2 more)", 10),
         (b'[{"id":1,"body":"x"},{"id":2,"body":"y"}]', "items: 2 — {id=1}; {id=2}", 2),
+        (b'[{"id":1,"t":"x"},{"id":2,"t":"y"},{"id":3,"t":"z"},{"id":4,"t":"w"}]',
+         "items: 4 — {id=1, t=x}; {id=2, t=y}; {id=3, t=z}; {id=4, t=w}", 4),
         (b'[{"p":1,"q":2,"r":3,"s":4}]', "items: 1 — {p=1, q=2, r=3}", 1),
     ],
 )
@@ -140,8 +145,49 @@ def test_search_results_list():
 
 
 def test_long_values_are_clipped_in_summaries():
-    memory = derive(b'{"id":"x","body":"' + b"z" * 500 + b'"}')
+    memory = derive(b'{"id":"x","code":"' + b"z" * 100 + b'"}')
     assert "z" * 79 + "…" in memory.summary and "z" * 80 not in memory.summary
+
+
+@pytest.mark.parametrize("raw", [
+    b'{"id":"x","note":"' + b"z" * 500 + b'"}',
+    b'{"id":"x","note":"two\\nlines"}',
+    b'{"id":"x","body":"short but prose"}',
+], ids=["long", "multi-line", "prose field name"])
+def test_free_text_stays_in_the_raw_artifact(raw):
+    memory = derive(raw)
+    assert memory.summary == "tool() → id=x (+1 fields in raw)"
+    assert memory.payload == {"facts": {"x.id": "x"}}
+
+
+def test_declared_fields_come_first_and_may_be_prose():
+    raw = b'{"id":"M1","from":"Ann","to":"Bo","subject":"Hi","body":"short","labels":["a"]}'
+    memory = derive(raw, spec=ToolSpec(name="mail.get", summary_fields=("subject", "body")))
+    assert memory.summary == "mail.get() → subject=Hi; body=short; id=M1; from=Ann; to=Bo; labels: 1 — a"
+
+
+def test_budget_bounds_the_summary_and_counts_what_stayed_in_raw():
+    record = {f"field_{i:02d}": f"value number {i}" for i in range(40)}
+    memory = derive(json.dumps(record).encode(), spec=ToolSpec(name="t", summary_chars=120))
+    body = memory.summary.removeprefix("t() → ")
+    assert len(body.split(" (+")[0]) <= 120
+    assert body.endswith(" fields in raw)")
+    shown = body.count("=")
+    assert f"(+{40 - shown} fields in raw)" in body
+
+
+def test_long_lists_show_more_items_with_fewer_fields():
+    items = [{"number": n, "title": f"PR {n}", "created_at": "2026-11-30", "body": "x"} for n in range(1, 6)]
+    memory = derive(json.dumps(items).encode())
+    assert memory.summary.startswith("tool() → items: 5 — {number=1, title=PR 1}; {number=2, title=PR 2}")
+
+
+def test_several_lists_share_the_budget():
+    raw = {"commits": [{"sha": "a" * 40, "author": f"dev{i}", "date": "2026-11-2%d" % i} for i in range(6)],
+           "files": [{"filename": f"src/module_{i}.py", "status": "modified"} for i in range(6)]}
+    memory = derive(json.dumps(raw).encode())
+    assert "commits: 6 — {" in memory.summary and "files: 6 — {" in memory.summary
+    assert "a" * 40 not in memory.summary  # digests rank last
 
 
 @pytest.mark.parametrize("raw", [b"{not json", b'{"a":', b"[1,2", b"[" * 100_000],
@@ -330,3 +376,24 @@ def test_derived_facts_drive_conflicts():
     new = derive(b'{"id":"T-9","status":"closed"}', spec=spec, arguments={"id": "T-9"})
     existing = [("m-old", old.subject_key, old.payload["facts"])]
     assert link_memory(new.subject_key, new.payload["facts"], existing) == ([], ["m-old"])
+
+
+def test_text_summary_keeps_the_first_line_and_error_lines_only():
+    log = (
+        "2026-11-30T01:00:00Z INFO job starting build=42 batch_size=5000\n"
+        + "".join(f"2026-11-30T01:{i:02d}:00Z INFO batch {i} ok\n" for i in range(1, 20))
+        + "2026-11-30T01:30:00Z ERROR job deadline exceeded\n"
+        + "(!) Some chunks are larger than 500 kB\n"
+        + "2026-11-30T01:30:01Z INFO job stopped\n"
+    )
+    memory = derive(log.encode(), content_type="text/plain", spec=ToolSpec(name="logs"))
+    assert memory.summary == (
+        "logs() → 2026-11-30T01:00:00Z INFO job starting build=42 batch_size=5000 | "
+        "2026-11-30T01:30:00Z ERROR job deadline exceeded (23 lines)"
+    )
+
+
+def test_echoed_arguments_are_not_repeated_in_the_summary():
+    memory = derive(b'{"query":"pgvector","folder":"docs","total":2}', spec=ToolSpec(name="search"),
+                    arguments={"query": "pgvector", "folder": "other"})
+    assert memory.summary == "search(folder=other, query=pgvector) → folder=docs; total=2"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from policy.enums import FreshnessClass, PrivacyClass
+from policy.enums import FreshnessClass, PrivacyClass, RuntimeKind
 from policy.policy import DEFAULT_POLICY, DEFAULT_ROUTES, ContextPolicy, ProviderRoute
 
 REPO = Path(__file__).resolve().parents[3]
@@ -53,7 +53,7 @@ def test_fingerprint_is_stable_across_hash_seeds():
 def test_fingerprint_is_a_sha256_and_the_version_tag_cites_it():
     fingerprint = DEFAULT_POLICY.fingerprint
     assert len(fingerprint) == 64 and int(fingerprint, 16) >= 0
-    assert DEFAULT_POLICY.version_tag == f"dossier-default/1#{fingerprint[:12]}"
+    assert DEFAULT_POLICY.version_tag == f"dossier-default/2#{fingerprint[:12]}"
 
 
 def test_equal_policies_have_equal_fingerprints():
@@ -69,14 +69,17 @@ def test_equal_policies_have_equal_fingerprints():
 
 
 CHANGES = [
-    ("version", {"version": "dossier-default/2"}),
+    ("version", {"version": "dossier-default/3"}),
     ("routes dropped", {"routes": DEFAULT_ROUTES[:-1]}),
     ("routes reordered", {"routes": tuple(reversed(DEFAULT_ROUTES))}),
     ("routes raw_allowed", {"routes": (DEFAULT_ROUTES[0].model_copy(
         update={"raw_allowed": frozenset({PrivacyClass.PUBLIC})}),) + DEFAULT_ROUTES[1:]}),
     ("default_token_budget", {"default_token_budget": 4096}),
     ("message_window", {"message_window": 5}),
-    ("keep_older_user_messages", {"keep_older_user_messages": False}),
+    ("message_window_by_runtime", {"message_window_by_runtime": {RuntimeKind.DISCUSSION: 5}}),
+    ("keep_opening_request", {"keep_opening_request": False}),
+    ("keep_fork_point", {"keep_fork_point": False}),
+    ("keep_older_user_messages", {"keep_older_user_messages": True}),
     ("max_message_chars", {"max_message_chars": 3999}),
     ("stale_handling", {"stale_handling": "omit"}),
     ("freshness_ttl value", {"freshness_ttl": {**DEFAULT_POLICY.freshness_ttl,

@@ -85,13 +85,24 @@ def test_recovery_lines(run, status, fields, expected):
     assert expected in system_text(result)
 
 
-def test_retry_critical_error_is_kept_verbatim_up_to_the_limit(run):
-    error = "Traceback (most recent call last):\n  File x\nValueError: " + "z" * 900
+def test_retry_critical_error_keeps_headline_and_final_line_verbatim(run):
+    frames = "".join(f'  File "/app/step_{i}.py", line {i}, in run\n    step_{i}()\n' for i in range(30))
+    final = "ValueError: " + "z" * 300
+    error = "deploy failed on attempt 3/3\nTraceback (most recent call last):\n" + frames + final
     call = tool_call("tc-1", 20, S.FAILED, retry_critical=True, last_error=error)
-    result = run(candidates(tool_calls=[call]), policy=ContextPolicy(max_error_chars=100))
+    result = run(candidates(tool_calls=[call]), policy=ContextPolicy(max_error_chars=400))
     text = system_text(result)
-    assert error[:100] in text
-    assert error[:101] not in text
+    assert "deploy failed on attempt 3/3 | [" in text
+    assert text.rstrip().endswith(final)  # the line a fix is written against, whole
+    assert "step_0" not in text  # frames go first
+    assert "line(s) omitted]" in text
+
+
+def test_short_errors_are_kept_whole(run):
+    error = "HTTP 503 from upstream\nretry after 30 s"
+    call = tool_call("tc-1", 20, S.FAILED, retry_critical=True, last_error=error)
+    result = run(candidates(tool_calls=[call]))
+    assert "HTTP 503 from upstream | retry after 30 s" in system_text(result)
 
 
 def test_succeeded_call_covered_by_memory_is_resolved_elsewhere(run):
@@ -275,3 +286,34 @@ def test_zero_or_negative_budget_keeps_only_protected_items(run, budget):
     kept, dropped = _kept_and_dropped(result)
     assert sorted(kept) == ["message:u-last", "tool_call:tc-open"]
     assert len(dropped) == 11
+
+
+def test_a_failed_calls_error_memory_is_not_repeated_next_to_its_open_call(run):
+    call = tool_call("tc-1", 20, S.FAILED, retry_critical=True, last_error="AccessDenied: no s3:PutObject")
+    world = candidates(
+        tool_calls=[call],
+        artifacts=[artifact("art-1", 21, b"AccessDenied: no s3:PutObject", call=call)],
+        tool_memories=[memory("mem-1", 22, sources=["art-1"], summary="search_docs FAILED: AccessDenied")],
+    )
+    result = run(world)
+    assert selected(result, "tool_call:tc-1")
+    assert omission_of(result, "memory:mem-1") is OmissionReason.RESOLVED_ELSEWHERE
+    assert system_text(result).count("AccessDenied") == 1
+
+
+def test_a_superseded_results_call_is_represented_by_the_replacement(run):
+    old_call = tool_call("tc-old", 20, S.SUCCEEDED)
+    new_call = tool_call("tc-new", 30, S.SUCCEEDED)
+    world = candidates(
+        tool_calls=[old_call, new_call],
+        artifacts=[artifact("art-old", 21, call=old_call), artifact("art-new", 31, call=new_call)],
+        tool_memories=[
+            memory("mem-old", 22, sources=["art-old"], summary="v1", superseded_by="mem-new"),
+            memory("mem-new", 32, sources=["art-new"], summary="v2", supersedes=("mem-old",)),
+        ],
+    )
+    result = run(world)
+    assert omission_of(result, "memory:mem-old") is OmissionReason.SUPERSEDED
+    # No "Other tool calls: ... ok" receipt for the call whose result was replaced.
+    assert omission_of(result, "tool_call:tc-old") is OmissionReason.RESOLVED_ELSEWHERE
+    assert "Other tool calls" not in system_text(result)

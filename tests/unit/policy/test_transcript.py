@@ -48,7 +48,7 @@ WINDOW_TABLE = [
     ids=[row[0] for row in WINDOW_TABLE],
 )
 def test_message_window(run, keep_older, window, kept, outside):
-    policy = ContextPolicy(message_window=window, keep_older_user_messages=keep_older)
+    policy = ContextPolicy(message_window=window, keep_older_user_messages=keep_older, keep_opening_request=False)
     result = run(candidates(messages=_conversation()), policy=policy)
     assert [content for _, content in transcript(result)] == [f"turn {m[1:]}" for m in kept]
     assert sorted(r for r, n in _omissions(result).items() if n is OmissionReason.OUTSIDE_WINDOW) == sorted(
@@ -60,6 +60,40 @@ def _omissions(result):
     return {d.subject_ref: d.omission for d in result.decisions if d.omission is not None}
 
 
+def test_default_policy_keeps_the_opening_request_and_the_last_exchange(run):
+    result = run(candidates(messages=_conversation()))
+    assert [content for _, content in transcript(result)] == ["turn 1", "turn 6", "turn 7", "turn 8"]
+    assert outcome_of(result, "message:u1") is DecisionOutcome.INCLUDED
+    for ref in ("message:a2", "message:u3", "message:a4", "message:u5"):
+        assert omission_of(result, ref) is OmissionReason.OUTSIDE_WINDOW
+
+
+def test_a_forked_branch_keeps_the_message_it_forked_from(run):
+    messages = [
+        message("r1", 5, "user", "root question", branch=ROOT),
+        message("r2", 9, "assistant", "the answer we forked at", branch=ROOT),
+        message("s1", 11, "user", "sibling path", branch=SIBLING),
+        *[message(f"m{i}", 20 + i, "user" if i % 2 else "assistant", f"branch turn {i}") for i in range(1, 7)],
+    ]
+    policy = ContextPolicy(message_window=2, keep_opening_request=False)
+    result = run(candidates(messages=messages), policy=policy)
+    assert [content for _, content in transcript(result)] == [
+        "the answer we forked at", "branch turn 5", "branch turn 6"]
+    assert omission_of(result, "message:s1") is OmissionReason.OUTSIDE_LINEAGE
+    without = run(candidates(messages=messages), policy=policy.model_copy(update={"keep_fork_point": False}))
+    assert omission_of(without, "message:r2") is OmissionReason.OUTSIDE_WINDOW
+
+
+@pytest.mark.parametrize(("runtime", "kept"), [
+    ("chat", ["turn 6", "turn 7", "turn 8"]),
+    ("discussion", ["turn 5", "turn 6", "turn 7", "turn 8"]),
+])
+def test_the_window_is_the_runtime_modes(run, runtime, kept):
+    policy = ContextPolicy(keep_opening_request=False)
+    result = run(candidates(messages=_conversation()), boundary(runtime_kind=runtime), policy=policy)
+    assert [content for _, content in transcript(result)] == kept
+
+
 def test_messages_keep_their_roles_and_seq_order(run):
     result = run(candidates(messages=list(reversed(_conversation()))), policy=ContextPolicy(message_window=20))
     assert transcript(result) == [
@@ -68,7 +102,8 @@ def test_messages_keep_their_roles_and_seq_order(run):
 
 
 def test_older_user_messages_compete_for_budget_after_the_window(run):
-    result = run(candidates(messages=_conversation()), boundary(token_budget=1))
+    policy = ContextPolicy(message_window=4, keep_older_user_messages=True)
+    result = run(candidates(messages=_conversation()), boundary(token_budget=1), policy=policy)
     assert outcome_of(result, "message:u7") is DecisionOutcome.PROTECTED
     for ref in ("message:u1", "message:u5", "message:a8"):
         assert omission_of(result, ref) is OmissionReason.BUDGET

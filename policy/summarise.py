@@ -1,0 +1,251 @@
+"""Budgeted one-line summaries of structured (JSON) and plain-text tool results.
+
+A summary is what a later model call reads in place of the raw result, so
+it has to be small and it must never invent: every value is copied from the
+payload. The summariser ranks what a result offers and keeps the best of it
+within a character budget:
+
+* fields the tool declares (:attr:`ToolSpec.summary_fields`) come first, in
+  the declared order;
+* then identifiers (``id``, ``*_id``, ``number``), names and titles, states,
+  dates and numbers, links; anything else last;
+* free text (long or multi-line strings such as e-mail bodies, snippets,
+  descriptions) never enters a summary: it stays in the raw artifact, which
+  the memory's locator addresses and rehydration can fetch;
+* a list shows its length and as many leading items as the budget allows,
+  each by its best few fields, then ``(+N more)``.
+
+Output depends only on the payload, the spec and the budget: no dict-order
+surprises (JSON object order is part of the bytes) and no randomness.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from policy.records import canonical_json
+
+SUMMARY_CHARS = 280
+"""Default character budget of one summary (about 70 tokens of cl100k)."""
+
+MAX_VALUE_CHARS = 80
+"""A scalar longer than this is clipped with ``…``."""
+
+FREE_TEXT_CHARS = 120
+"""A string longer than this, or with a line break, is free text: raw-only."""
+
+ITEM_FIELDS = 3
+"""Fields shown per list item (unless the tool declares its own)."""
+
+MAX_ITEMS = 8
+"""Items shown per list, at most."""
+
+# Key tiers, best first. A key takes the first tier one of whose patterns it matches.
+_TIERS: tuple[re.Pattern[str], ...] = (
+    re.compile(r"^(id|key|number|code|sku|ref)$|_(id|number|code|key|ref)$|^(id|number)_"),
+    re.compile(r"(^|_)(name|title|subject|filename|path|email|from|to|label|sender)$"),
+    re.compile(r"(^|_)(status|state|result|outcome|type|kind|segment|severity|level|error)$"),
+    re.compile(r"(^|_)(date|time|at|day|month|year|version|count|total|sum|amount|price|value|pct|percent)$"),
+    re.compile(r"(^|_)(url|uri|href|link)$"),
+)
+_LAST_TIER = len(_TIERS)
+# Digests and opaque tokens identify bytes, not meaning: shown only when nothing else is.
+_OPAQUE = re.compile(r"(^|_)(sha|sha1|sha256|hash|etag|checksum|digest|token|cursor|signature)$")
+
+
+def key_tier(key: str) -> int:
+    """How useful a field is by its name alone (0 best)."""
+    lowered = key.lower()
+    if _OPAQUE.search(lowered):
+        return _LAST_TIER + 1
+    for tier, pattern in enumerate(_TIERS):
+        if pattern.search(lowered):
+            return tier
+    return _LAST_TIER
+
+
+_PROSE_KEYS = re.compile(r"(^|_)(body|snippet|text|content|html|markdown|description|abstract|excerpt|transcript)$")
+
+
+def is_free_text(value: Any, key: str = "") -> bool:
+    """Prose a summary leaves in the raw artifact.
+
+    Long or multi-line strings, and anything under a prose field name (a
+    search snippet, a message body) however short: prose is what a reader
+    must not take as a verified fact, and what privacy rules guard.
+    """
+    if isinstance(value, str) and (len(value) > FREE_TEXT_CHARS or "\n" in value):
+        return True
+    return bool(key) and _PROSE_KEYS.search(key.lower()) is not None and isinstance(value, str)
+
+
+def scalar(value: Any) -> str:
+    """A scalar as summary text, clipped to :data:`MAX_VALUE_CHARS`."""
+    text = value if isinstance(value, str) else canonical_json(value)
+    return text if len(text) <= MAX_VALUE_CHARS else text[: MAX_VALUE_CHARS - 1] + "…"
+
+
+def _is_scalar(value: Any) -> bool:
+    return value is not None and not isinstance(value, (dict, list))
+
+
+def _declared(fields: tuple[str, ...], prefix: str) -> list[str]:
+    """Declared fields directly under ``prefix`` (``""`` for the top level)."""
+    out: list[str] = []
+    for path in fields:
+        head, _, rest = path.partition(".")
+        if prefix == "" and head:
+            out.append(head)  # a field, or the container of declared subfields
+        elif prefix and head == prefix and rest and "." not in rest:
+            out.append(rest)
+    return list(dict.fromkeys(out))
+
+
+def _ranked_keys(record: dict[str, Any], declared: list[str]) -> list[str]:
+    """Keys of ``record`` worth showing, best first (declared ones in declared order)."""
+    first = [k for k in declared if k in record]
+    rest = [k for k in record if k not in first]
+    # sorted() is stable: within a tier the payload's own order decides.
+    return first + sorted(rest, key=key_tier)
+
+
+def _item(item: Any, declared: list[str], width: int) -> str:
+    if not isinstance(item, dict):
+        return scalar(item)
+    keys = [k for k in _ranked_keys(item, declared)
+            if _is_scalar(item[k]) and (k in declared or not is_free_text(item[k], k))]
+    keys = keys[: max(len([k for k in declared if k in item]), width)]
+    return "{" + ", ".join(f"{k}={scalar(item[k])}" for k in keys) + "}"
+
+
+def list_part(label: str, items: list[Any], declared: list[str], room: int) -> str:
+    """``label: N — item; item (+k more)``, with as many items as fit in ``room`` chars."""
+    if not items:
+        return f"{label}: none"
+    head = f"{label}: {len(items)} — "
+    # A long list shows more items by fewer fields each: its members matter more than their details.
+    width = ITEM_FIELDS if len(items) <= 3 else ITEM_FIELDS - 1
+    shown: list[str] = []
+    for item in items[:MAX_ITEMS]:
+        text = _item(item, declared, width)
+        more = len(items) - len(shown) - 1
+        tail = f" (+{more} more)" if more else ""
+        sep = "; " if isinstance(item, dict) else ", "
+        if shown and len(head) + len(sep.join([*shown, text])) + len(tail) > room:
+            break
+        shown.append(text)
+    sep = "; " if isinstance(items[0], dict) else ", "
+    hidden = len(items) - len(shown)
+    return head + sep.join(shown) + (f" (+{hidden} more)" if hidden else "")
+
+
+def json_summary(
+    data: Any,
+    fields: tuple[str, ...] = (),
+    budget: int = SUMMARY_CHARS,
+    arguments: dict[str, Any] | None = None,
+) -> str:
+    """A one-line summary of a parsed JSON result within ``budget`` characters.
+
+    Args:
+        data: the parsed payload.
+        fields: the tool's declared summary fields (``a``, ``a.b`` for a
+            nested object's or a list's item field).
+        budget: the character budget (a soft cap: the first part always shows).
+        arguments: the call's arguments; a top-level field that only echoes
+            one of them (``query``, ``folder``) is left out, the memory's
+            title already shows it.
+
+    Returns:
+        The summary text.
+    """
+    if isinstance(data, list):
+        return list_part("items", data, _declared(fields, ""), budget)
+    if not isinstance(data, dict):
+        return scalar(data)
+    declared = _declared(fields, "")
+    echoed = {(key, scalar(value)) for key, value in (arguments or {}).items() if _is_scalar(value)}
+    parts: list[tuple[int, str]] = []  # (position in the payload, text)
+    order = {key: index for index, key in enumerate(data)}
+    used = 0
+    omitted = 0
+    ranked = _ranked_keys(data, declared)
+    lists_left = sum(isinstance(data[key], list) and bool(data[key]) and key not in declared for key in ranked)
+    for key in ranked:
+        value = data[key]
+        if value is None or (key not in declared and _is_scalar(value) and (key, scalar(value)) in echoed):
+            continue
+        if key not in declared and is_free_text(value, key):
+            omitted += 1
+            continue
+        room = budget - used
+        if isinstance(value, list):
+            # Several lists share what is left, so the first cannot starve the others.
+            # A list the tool declares takes what it needs first.
+            share = room if key in declared or not value else room // max(lists_left, 1)
+            lists_left -= bool(value) and key not in declared
+            text = list_part(key, value, _declared(fields, key), max(share, 60))
+        elif isinstance(value, dict):
+            inner = _declared(fields, key)
+            keys = [k for k in _ranked_keys(value, inner)
+                    if _is_scalar(value[k]) and (k in inner or not is_free_text(value[k], k))]
+            text = f"{key}: " + ", ".join(f"{k}={scalar(value[k])}" for k in keys[: max(len(inner), ITEM_FIELDS)])
+        else:
+            text = f"{key}={scalar(value)}"
+        if parts and used + len(text) + 2 > budget and key not in declared:
+            omitted += 1
+            continue
+        parts.append((order[key], text))
+        used += len(text) + 2
+    # Declared fields read in the declared order, the rest in the payload's order.
+    declared_rank = {key: index for index, key in enumerate(declared)}
+    parts.sort(key=lambda part: (0, declared_rank[_key_of(part[1])]) if _key_of(part[1]) in declared_rank
+               else (1, part[0]))
+    summary = "; ".join(text for _, text in parts)
+    return summary + (f" (+{omitted} fields in raw)" if omitted else "")
+
+
+def _key_of(text: str) -> str:
+    return re.split(r"[=:]", text, maxsplit=1)[0]
+
+
+_SIGNAL = re.compile(r"\b(ERROR|FATAL|CRITICAL|PANIC|Traceback|Exception|[A-Z][A-Za-z]+Error)\b")
+_SIGNAL_LINES = 2
+_LINE_CHARS = 200
+
+
+def text_summary(text: str) -> str:
+    """First line of a text result, then up to two error lines, and the line count.
+
+    Log and build output puts its identity (tool, build, run) first and its
+    trouble in ERROR/FATAL/exception lines; everything else is progress
+    noise that stays in the raw artifact.
+    """
+    lines = [" ".join(line.split()) for line in text.strip().splitlines()]
+    lines = [line for line in lines if line]
+    if not lines:
+        return ""
+
+    def clip(line: str) -> str:
+        return line if len(line) <= _LINE_CHARS else line[: _LINE_CHARS - 1] + "…"
+
+    shown = [clip(lines[0])]
+    shown += [clip(line) for line in lines[1:] if _SIGNAL.search(line)][:_SIGNAL_LINES]
+    body = " | ".join(shown)
+    return f"{body} ({len(lines)} lines)" if len(lines) > 1 else body
+
+
+__all__ = [
+    "FREE_TEXT_CHARS",
+    "ITEM_FIELDS",
+    "MAX_ITEMS",
+    "MAX_VALUE_CHARS",
+    "SUMMARY_CHARS",
+    "is_free_text",
+    "json_summary",
+    "key_tier",
+    "list_part",
+    "scalar",
+    "text_summary",
+]
