@@ -134,8 +134,22 @@ async def record_attempt_failure(
     status = ToolCallStatus.FAILED if final else ToolCallStatus.RETRYING
     async with deps.sessions() as session, session.begin():
         return await tool_store.update_tool_call(
-            session, account_id, tool_call_id, status=status, attempt=attempt, error=error, at=at
+            session, account_id, tool_call_id, status=status, attempt=attempt, error=call_error_text(error), at=at
         )
+
+
+CALL_ERROR_MAX_CHARS = 16_000
+"""A failed call keeps at most this much error text on its row (head and
+tail); the artifact keeps all of it."""
+
+
+def call_error_text(text: str) -> str:
+    """The error text a failed call keeps: all of it, or its head and tail."""
+    if len(text) <= CALL_ERROR_MAX_CHARS:
+        return text
+    head, tail = text[: CALL_ERROR_MAX_CHARS // 4], text[-(CALL_ERROR_MAX_CHARS * 3 // 4) :]
+    cut = len(text) - len(head) - len(tail)
+    return f"{head}\n[{cut} chars omitted here; the artifact holds the full error]\n{tail}"
 
 
 def replay_tokens(deps: GraphDeps, raw: bytes) -> tuple[int, bool]:
@@ -194,7 +208,7 @@ async def capture_tool_result(
             pass
         call = await tool_store.get_tool_call(session, account_id, tool_call_id)
         spec = deps.catalog.spec(call.name)
-        error = decode_payload(outcome.result) if outcome.status is ToolCallStatus.FAILED else None
+        error = call_error_text(decode_payload(outcome.result)) if outcome.status is ToolCallStatus.FAILED else None
         artifact = await capture_artifact(
             session,
             deps.artifacts,

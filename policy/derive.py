@@ -51,6 +51,12 @@ def subject_key(spec: ToolSpec, arguments: dict[str, Any]) -> str:
     return f"{spec.name}:{canonical_json({k: arguments.get(k) for k in keys})}"
 
 
+PARSE_MAX_BYTES = 8 * 1024 * 1024
+"""Results above this size are not parsed for a summary (a 50 MB JSON dump
+would cost seconds and gigabytes of parse tree for a one-line summary); their
+memory says what they are and where they are, and points at the raw bytes."""
+
+
 def derive_memory(
     spec: ToolSpec,
     artifact_id: str,
@@ -59,6 +65,7 @@ def derive_memory(
     raw: bytes,
     content_type: str,
     observed_at: datetime,
+    parse_max_bytes: int = PARSE_MAX_BYTES,
 ) -> MemoryDraft:
     """Derive the model-facing memory of one captured artifact.
 
@@ -70,6 +77,7 @@ def derive_memory(
         raw: the captured result bytes (the error text for a failed call).
         content_type: the captured content type.
         observed_at: when the result was captured.
+        parse_max_bytes: larger results get a metadata-only memory.
 
     Returns:
         The draft. A payload that does not parse as its declared kind yields a
@@ -83,6 +91,14 @@ def derive_memory(
         return _draft(spec, arguments, title, f"{title} FAILED: {summary}", payload, 1.0,
                       "captured error", whole, observed_at, FreshnessClass.VOLATILE)
     kind = _kind(spec.result_kind, content_type, raw)
+    if len(raw) > parse_max_bytes:
+        first = text_summary(decode_payload(raw[:2048]).splitlines()[0] if raw[:2048].strip() else "")
+        head = f"; starts: {first[:120]}" if first and kind == "text" else ""
+        draft = _draft(spec, arguments, title, f"{title} → large {kind} result, {len(raw)} bytes{head}",
+                       {"bytes": len(raw)}, 0.5, "size limit", whole, observed_at, spec.freshness)
+        return draft.model_copy(update={
+            "limitations": f"not summarised: {len(raw)} bytes is above the {parse_max_bytes}-byte parse limit; "
+                           "request exact evidence by locator"})
     text = decode_payload(raw)
     try:
         if kind == "file":

@@ -57,6 +57,7 @@ from store import branches, conversations, memories, messages
 from store import tools as tool_store
 from store.errors import ArtifactStoreError
 from store.payloads import read_artifact_payload
+from store.records import AssemblyTimings
 
 _TEMPLATE = re.compile(r"\{([amt]):([A-Za-z0-9_\-]+)\}")
 
@@ -79,6 +80,8 @@ class ScenarioOutcome:
     forbidden: tuple[str, ...]
     required_missing: list[str]
     forbidden_present: list[str]
+    timings: AssemblyTimings
+    """Graph query, policy and serialisation time of the measured assembly."""
 
     @property
     def legacy_tokens(self) -> int:
@@ -366,6 +369,7 @@ async def run_scenario(scenario: Scenario, deps: GraphDeps) -> ScenarioOutcome:
         forbidden=forbidden,
         required_missing=[fact for fact in required if fact not in text],
         forbidden_present=[fact for fact in forbidden if fact in text],
+        timings=assembled.timings,
     )
 
 

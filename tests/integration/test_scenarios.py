@@ -19,14 +19,25 @@ SCENARIOS = all_scenarios()
 
 def test_there_are_seventeen_scenarios() -> None:
     assert len(SCENARIOS) == 17
+    assert len({s.name for s in SCENARIOS}) == 17
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
+def test_forbidden_facts_are_really_in_the_scenario(scenario) -> None:
+    """A forbidden fact that appears nowhere would make its absence check vacuous."""
+    data = "\n".join(
+        str(value) for step in scenario.steps for value in step.model_dump(mode="json").values()
+    )
+    assert scenario.forbidden, "a scenario must say what may not reach the model"
+    assert [fact for fact in scenario.forbidden if fact not in data] == []
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
 async def test_scenario_facts(scenario, graph_deps) -> None:
     outcome = await run_scenario(scenario, graph_deps)
 
-    assert outcome.required_missing == [], f"required facts missing from the assembled context"
-    assert outcome.forbidden_present == [], f"forbidden facts leaked into the assembled context"
+    assert outcome.required_missing == [], "required facts missing from the assembled context"
+    assert outcome.forbidden_present == [], "forbidden facts leaked into the assembled context"
     # The comparison is like for like: the baseline is a real, modest transcript.
     assert 900 <= outcome.legacy_tokens <= 2600
     assert outcome.assembled_tokens < outcome.legacy_tokens

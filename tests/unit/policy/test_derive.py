@@ -397,3 +397,14 @@ def test_echoed_arguments_are_not_repeated_in_the_summary():
     memory = derive(b'{"query":"pgvector","folder":"docs","total":2}', spec=ToolSpec(name="search"),
                     arguments={"query": "pgvector", "folder": "other"})
     assert memory.summary == "search(folder=other, query=pgvector) → folder=docs; total=2"
+
+
+def test_results_above_the_parse_limit_get_a_metadata_memory():
+    raw = b"first line of a huge log\n" + b"x" * 200
+    memory = derive(raw, content_type="text/plain", spec=ToolSpec(name="logs"))
+    assert memory.confidence_source != "size limit"
+    from policy.derive import derive_memory
+    big = derive_memory(ToolSpec(name="logs"), "art-1", {}, S.SUCCEEDED, raw, "text/plain", NOW, parse_max_bytes=64)
+    assert big.summary == f"logs() → large text result, {len(raw)} bytes; starts: first line of a huge log"
+    assert big.confidence == 0.5 and "parse limit" in big.limitations
+    assert big.locators == (Locator(artifact_id="art-1"),)
