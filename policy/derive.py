@@ -178,10 +178,10 @@ def _file_summary(text: str) -> tuple[str, dict[str, Any]]:
     handle = json.loads(text)
     if not isinstance(handle, dict) or "name" not in handle:
         raise DerivationError("a file handle needs at least a name")
+    # The digest stays in the payload: it identifies bytes, the model needs name, size and place.
     size = f", {handle['bytes']} bytes" if "bytes" in handle else ""
-    sha = f", sha256 {str(handle['sha256'])[:12]}" if "sha256" in handle else ""
     uri = f" at {handle['uri']}" if "uri" in handle else ""
-    return f"generated file {handle['name']}{size}{sha}{uri}", {"file": handle}
+    return f"generated file {handle['name']}{size}{uri}", {"file": handle}
 
 
 def _number(text: str) -> Decimal | None:
@@ -200,17 +200,19 @@ def _csv_summary(text: str, artifact_id: str) -> tuple[str, dict[str, Any], tupl
     header, body = rows[0], [row for row in rows[1:] if row]
     stats: list[str] = []
     totals: dict[str, str] = {}
+    ranges: dict[str, list[str]] = {}
     for index, column in enumerate(header):
         values = [_number(row[index]) for row in body if index < len(row)]
         if body and values and all(v is not None for v in values):
-            total, low, high = sum(values), min(values), max(values)
+            total = sum(values)
             totals[column] = str(total)
+            ranges[column] = [str(min(values)), str(max(values))]
             if len(stats) < 3:
-                stats.append(f"{column} sum {total} (min {low}, max {high})")
+                stats.append(f"{column} sum {total}")
     summary = f"{len(body)} rows × {len(header)} cols [{','.join(header)}]"
     if stats:
         summary += "; " + "; ".join(stats)
-    payload = {"rows": len(body), "columns": header, "sums": totals}
+    payload = {"rows": len(body), "columns": header, "sums": totals, "ranges": ranges}
     return summary, payload, (Locator(artifact_id=artifact_id, kind="rows", start=1, end=max(len(body), 1)),)
 
 

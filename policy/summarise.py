@@ -114,16 +114,38 @@ def _item(item: Any, declared: list[str], width: int) -> str:
     if not isinstance(item, dict):
         return scalar(item)
     keys = [k for k in _ranked_keys(item, declared)
-            if _is_scalar(item[k]) and (k in declared or not is_free_text(item[k], k))]
+            if _is_scalar(item[k]) and (k in declared or (not is_free_text(item[k], k) and key_tier(k) <= _LAST_TIER))]
     keys = keys[: max(len([k for k in declared if k in item]), width)]
     return "{" + ", ".join(f"{k}={scalar(item[k])}" for k in keys) + "}"
+
+
+def _common_fields(items: list[Any], declared: list[str]) -> dict[str, Any]:
+    """Short scalar fields with one value across every item of a list of two or more records.
+
+    Saying them once (``all from=Ann``) instead of per item keeps the items to
+    what tells them apart.
+    """
+    if len(items) < 2 or not all(isinstance(item, dict) for item in items):
+        return {}
+    first = items[0]
+    return {
+        key: value
+        for key, value in first.items()
+        if key not in declared and _is_scalar(value) and not is_free_text(value, key)
+        and key_tier(key) <= _LAST_TIER  # an identical digest in every item says nothing
+        and all(item.get(key) == value for item in items[1:])
+    }
 
 
 def list_part(label: str, items: list[Any], declared: list[str], room: int) -> str:
     """``label: N — item; item (+k more)``, with as many items as fit in ``room`` chars."""
     if not items:
         return f"{label}: none"
-    head = f"{label}: {len(items)} — "
+    common = _common_fields(items, declared)
+    shared = ", ".join(f"{k}={scalar(v)}" for k, v in common.items())
+    head = f"{label}: {len(items)} (all {shared}) — " if shared else f"{label}: {len(items)} — "
+    if common:
+        items = [{k: v for k, v in item.items() if k not in common} for item in items]
     # A long list shows more items by fewer fields each: its members matter more than their details.
     width = ITEM_FIELDS if len(items) <= 3 else ITEM_FIELDS - 1
     shown: list[str] = []

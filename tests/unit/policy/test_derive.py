@@ -31,11 +31,12 @@ def derive(raw: bytes, *, spec: ToolSpec | None = None, arguments: dict | None =
 def test_csv_rows_columns_and_exact_decimal_sums():
     memory = derive(b"region,amount,qty\nnorth,0.1,1\nsouth,0.2,2\n", content_type="text/csv",
                     spec=ToolSpec(name="read_csv"), arguments={"path": "sales.csv"})
-    assert memory.payload == {"rows": 2, "columns": ["region", "amount", "qty"], "sums": {"amount": "0.3", "qty": "3"}}
+    assert memory.payload == {"rows": 2, "columns": ["region", "amount", "qty"], "sums": {"amount": "0.3", "qty": "3"},
+                              "ranges": {"amount": ["0.1", "0.2"], "qty": ["1", "2"]}}
     assert Decimal(memory.payload["sums"]["amount"]) == Decimal("0.1") + Decimal("0.2")  # not 0.30000000000000004
     assert memory.summary == (
         "read_csv(path=sales.csv) → 2 rows × 3 cols [region,amount,qty]; "
-        "amount sum 0.3 (min 0.1, max 0.2); qty sum 3 (min 1, max 2)"
+        "amount sum 0.3; qty sum 3"
     )
     assert memory.locators == (Locator(artifact_id="art-1", kind="rows", start=1, end=2),)
     assert memory.confidence_source == "csv deriver"
@@ -177,17 +178,24 @@ def test_budget_bounds_the_summary_and_counts_what_stayed_in_raw():
 
 
 def test_long_lists_show_more_items_with_fewer_fields():
-    items = [{"number": n, "title": f"PR {n}", "created_at": "2026-11-30", "body": "x"} for n in range(1, 6)]
+    items = [{"number": n, "title": f"PR {n}", "created_at": f"2026-11-2{n}", "body": "x"} for n in range(1, 6)]
     memory = derive(json.dumps(items).encode())
     assert memory.summary.startswith("tool() → items: 5 — {number=1, title=PR 1}; {number=2, title=PR 2}")
 
 
 def test_several_lists_share_the_budget():
-    raw = {"commits": [{"sha": "a" * 40, "author": f"dev{i}", "date": "2026-11-2%d" % i} for i in range(6)],
-           "files": [{"filename": f"src/module_{i}.py", "status": "modified"} for i in range(6)]}
+    raw = {"commits": [{"sha": str(i) * 40, "author": f"dev{i}", "date": "2026-11-2%d" % i} for i in range(6)],
+           "files": [{"filename": f"src/module_{i}.py", "status": "modified" if i else "added"} for i in range(6)]}
     memory = derive(json.dumps(raw).encode())
     assert "commits: 6 — {" in memory.summary and "files: 6 — {" in memory.summary
-    assert "a" * 40 not in memory.summary  # digests rank last
+    assert "1" * 40 not in memory.summary  # digests rank last
+
+
+def test_fields_shared_by_every_item_are_said_once():
+    raw = [{"id": f"m{i}", "from": "Priya <p@x.io>", "sha": "f" * 40, "subject": f"s{i}"} for i in range(3)]
+    memory = derive(json.dumps(raw).encode())
+    assert memory.summary == "tool() → items: 3 (all from=Priya <p@x.io>) — {id=m0, subject=s0}; {id=m1, subject=s1}; " \
+        "{id=m2, subject=s2}"
 
 
 @pytest.mark.parametrize("raw", [b"{not json", b'{"a":', b"[1,2", b"[" * 100_000],
@@ -223,7 +231,7 @@ def test_failed_call_without_text():
 def test_file_handle_is_permanent():
     raw = b'{"name":"report.pdf","bytes":2048,"sha256":"abcdef0123456789","uri":"s3://bucket/report.pdf"}'
     memory = derive(raw, content_type=FILE_CONTENT_TYPE, spec=ToolSpec(name="export_pdf"))
-    assert memory.summary == "generated file report.pdf, 2048 bytes, sha256 abcdef012345 at s3://bucket/report.pdf"
+    assert memory.summary == "generated file report.pdf, 2048 bytes at s3://bucket/report.pdf"
     assert memory.freshness is FreshnessClass.PERMANENT
     assert memory.stale_after is None
     assert memory.payload == {"file": {"name": "report.pdf", "bytes": 2048, "sha256": "abcdef0123456789",
