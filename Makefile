@@ -3,6 +3,7 @@
 #   make venv           .venv with the project and its test extras (re-installs only when pyproject.toml changes)
 #   make test           the whole test suite; it starts the embedded services it needs
 #   make run            start the embedded services, then run the benchmark scenarios
+#   make bench          the scenario benchmark table (legacy replay vs assembled tokens)
 #   make services-down  stop the embedded services
 
 PYTHON ?= python3
@@ -12,7 +13,7 @@ STAMP := $(VENV)/.installed
 # tiktoken copies encodings into /tmp/data-gym-cache by default: keep them in the project.
 export TIKTOKEN_CACHE_DIR := $(CURDIR)/.dossier/tiktoken-cache
 
-.PHONY: venv test run services-down
+.PHONY: venv test run bench services-down
 
 venv: $(STAMP)
 
@@ -32,6 +33,9 @@ test: venv
 
 run: venv
 	$(VENV)/bin/dossier services up
+	$(VENV)/bin/dossier bench scenarios
+
+bench: venv
 	$(VENV)/bin/dossier bench scenarios
 
 # Without a venv nothing can have been started from this checkout.

@@ -31,7 +31,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="the 17 seed scenarios: legacy replay tokens vs assembled tokens, fact checks",
         description=__doc__.split("\n\n", 1)[1],
     )
-    scenarios.add_argument("--json", action="store_true", help="print one JSON list instead of the table")
+    output = scenarios.add_mutually_exclusive_group()
+    output.add_argument("--json", action="store_true", help="print one JSON list instead of the table")
+    output.add_argument("--markdown", action="store_true", help="print the table as Markdown rows")
     scenarios.add_argument("names", nargs="*", metavar="NAME", help="only these scenarios (default: all)")
     scenarios.set_defaults(handler=_scenarios)
 
@@ -156,6 +158,27 @@ def format_table(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
+def format_markdown(rows: list[Row]) -> str:
+    """The benchmark as Markdown table rows (header included) plus a summary line."""
+    lines = [
+        "| scenario | legacy replay | Dossier | reduction | required kept | forbidden leaked |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for row in rows:
+        kept = f"{row.required_total - len(row.required_missing)}/{row.required_total}"
+        lines.append(f"| {row.name} | {row.legacy_tokens:,} | {row.assembled_tokens:,} | {row.reduction:.1%} "
+                     f"| {kept} | {len(row.forbidden_present)} |")
+    if rows:
+        legacy = sum(r.legacy_tokens for r in rows)
+        assembled = sum(r.assembled_tokens for r in rows)
+        lines.append(f"| **all 17** | **{legacy:,}** | **{assembled:,}** | **{1 - assembled / legacy:.1%}** | | |")
+        reductions = [r.reduction for r in rows]
+        lines.append("")
+        lines.append(f"Median {statistics.median(reductions):.1%}, min {min(reductions):.1%}, "
+                     f"max {max(reductions):.1%}.")
+    return "\n".join(lines)
+
+
 def _scenarios(args: argparse.Namespace) -> int:
     try:
         rows = asyncio.run(run_benchmark(Settings(), args.names or None))
@@ -164,6 +187,8 @@ def _scenarios(args: argparse.Namespace) -> int:
         return 2
     if args.json:
         print(json.dumps([row.to_json() for row in rows], indent=2))
+    elif args.markdown:
+        print(format_markdown(rows))
     else:
         print(format_table(rows))
     return 0 if all(row.ok for row in rows) else 1
