@@ -2,7 +2,7 @@
 #
 #   make venv           .venv with the project and its test extras (re-installs only when pyproject.toml changes)
 #   make test           the whole test suite; it starts the embedded services it needs
-#   make run            start the embedded services, then run the benchmark scenarios
+#   make run            start the embedded stack (Postgres, S3, Temporal, worker) and run the demo agent session
 #   make bench          the scenario benchmark table (legacy replay vs assembled tokens)
 #   make services-down  stop the embedded services
 
@@ -33,9 +33,10 @@ test: venv
 
 run: venv
 	$(VENV)/bin/dossier services up
-	$(VENV)/bin/dossier bench scenarios
+	$(VENV)/bin/dossier demo
 
 bench: venv
+	$(VENV)/bin/dossier services up postgres s3
 	$(VENV)/bin/dossier bench scenarios
 
 # Without a venv nothing can have been started from this checkout.

@@ -10,11 +10,12 @@ reads.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from activities.deps import GraphDeps
 from policy.assembler import AssemblyResult, render_context, select_context
-from policy.records import CandidateSet, GenerationBoundary
+from policy.records import CandidateSet, GenerationBoundary, PolicyDecisionRecord
 from store.assemblies import save_context_assembly
 from store.candidates import load_candidates
 from store.errors import ArtifactIntegrityError, ArtifactNotFoundError
@@ -45,6 +46,7 @@ async def assemble_context(
     *,
     up_to_seq: int | None = None,
     assembly_id: str | None = None,
+    extra_decisions: Sequence[PolicyDecisionRecord] = (),
 ) -> AssembledContext:
     """Assemble, persist and return the context for ``boundary``.
 
@@ -53,6 +55,8 @@ async def assemble_context(
         boundary: the generation boundary.
         up_to_seq: assemble from a historical graph snapshot.
         assembly_id: id to persist under (idempotent retries).
+        extra_decisions: decisions the caller took for this call (a checkpoint
+            restore), persisted after the policy's own.
 
     Returns:
         The persisted assembly.
@@ -104,7 +108,7 @@ async def assemble_context(
             boundary.account_id,
             boundary,
             result.record,
-            result.decisions,
+            (*result.decisions, *extra_decisions),
             result.to_openai(),
             timings,
             assembly_id=assembly_id,

@@ -13,6 +13,9 @@ from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import replace
 
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+
 from activities.deps import GraphDeps
 from activities.tokens import token_counter
 from dossier.services import DEFAULT_SERVICES, Endpoints, ensure_services
@@ -41,6 +44,19 @@ def artifact_store_for(endpoints: Endpoints, bucket: str | None = None) -> Artif
         region=endpoints.s3_region,
         secure=endpoints.s3_secure,
         bucket=bucket or endpoints.s3_bucket,
+    )
+
+
+async def temporal_client(settings: Settings) -> Client:
+    """A Temporal client for the configured (or embedded) server, with the pydantic converter.
+
+    Ensures the embedded dev server when ``TEMPORAL_ADDRESS`` is unset.
+    """
+    endpoints = await asyncio.to_thread(ensure_services, settings, ("temporal",))
+    if endpoints.temporal_address is None:
+        raise ValueError("no Temporal address: ensure the 'temporal' service or set TEMPORAL_ADDRESS")
+    return await Client.connect(
+        endpoints.temporal_address, namespace=endpoints.temporal_namespace, data_converter=pydantic_data_converter
     )
 
 

@@ -365,6 +365,29 @@ class ChatMessage(Record):
             out["tool_call_id"] = self.tool_call_id
         return out
 
+    @classmethod
+    def from_openai(cls, message: dict[str, Any]) -> ChatMessage:
+        """The inverse of :meth:`to_openai` (a persisted assembly read back for the model call).
+
+        Raises:
+            ValueError: a malformed message (unknown role, tool-call arguments that are not JSON).
+        """
+        calls = tuple(
+            ToolCallRequest(
+                call_id=call["id"],
+                name=call["function"]["name"],
+                arguments=json.loads(call["function"].get("arguments") or "{}"),
+            )
+            for call in message.get("tool_calls") or ()
+        )
+        return cls(
+            role=MessageRole(message["role"]),
+            content=message.get("content"),
+            name=message.get("name"),
+            tool_calls=calls,
+            tool_call_id=message.get("tool_call_id"),
+        )
+
 
 class PolicyDecisionRecord(Record):
     """One decision the policy took about one subject."""

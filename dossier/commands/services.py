@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from dossier.services import DEFAULT_SERVICES, SERVICES, ServiceStatus, ensure_services, services_status, stop_services
+from dossier.services import FULL_STACK, SERVICES, ServiceStatus, ensure_services, services_status, stop_services
 from dossier.settings import Settings
 
 
@@ -24,7 +24,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     actions = parser.add_subparsers(title="actions", metavar="ACTION", required=True)
     names = list(SERVICES)
 
-    up = actions.add_parser("up", help=f"start services (default: {' '.join(DEFAULT_SERVICES)}); a no-op if running")
+    up = actions.add_parser("up", help=f"start services (default: {' '.join(FULL_STACK)}); a no-op if running")
     up.add_argument("names", nargs="*", type=_service_name, metavar="SERVICE", help=f"one of {', '.join(names)}")
     up.set_defaults(handler=_up)
 
@@ -45,7 +45,7 @@ def _service_name(value: str) -> str:
 
 def _up(args: argparse.Namespace) -> int:
     settings = Settings()
-    ensure_services(settings, args.names or DEFAULT_SERVICES)
+    ensure_services(settings, args.names or FULL_STACK)
     print(format_table(services_status(settings)))
     return 0
 

@@ -23,10 +23,11 @@ from dossier.services.errors import (
     ServiceTimeoutError,
 )
 from dossier.services.models import Endpoints, ServiceStatus
-from dossier.services.stack import DEFAULT_SERVICES, SERVICES, ensure_services, services_status, stop_services
+from dossier.services.stack import DEFAULT_SERVICES, FULL_STACK, SERVICES, ensure_services, services_status, stop_services
 
 __all__ = [
     "DEFAULT_SERVICES",
+    "FULL_STACK",
     "SERVICES",
     "Endpoints",
     "ServiceConfigError",

@@ -69,13 +69,14 @@ def find_binary(name: str) -> Path:
     raise ServiceConfigError(f"{name!r} not found next to {sys.executable}; run `make venv`")
 
 
-def spawn(argv: list[str], log_path: Path, *, cwd: Path) -> ProcessHandle:
+def spawn(argv: list[str], log_path: Path, *, cwd: Path, env: dict[str, str] | None = None) -> ProcessHandle:
     """Start a detached process that keeps running after this one exits.
 
     Args:
         argv: Program and arguments.
         log_path: File that receives stdout and stderr (appended to).
         cwd: Working directory of the process.
+        env: Its environment (default: this process's).
 
     Returns:
         The handle of the new process.
@@ -92,6 +93,7 @@ def spawn(argv: list[str], log_path: Path, *, cwd: Path) -> ProcessHandle:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
+                env=env,
             )
     except OSError as e:
         raise ServiceStartError(f"cannot run {argv[0]}: {e}") from e

@@ -14,16 +14,18 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from types import ModuleType
 
-from dossier.services import postgres, s3, temporal
+from dossier.services import postgres, s3, temporal, worker
 from dossier.services.errors import ServiceConfigError
 from dossier.services.models import Endpoints, ServiceStatus
 from dossier.services.state import locked_state, read_state
 from dossier.settings import Settings
 
 #: Every service, in start order. Each module has NAME, start, stop and status.
-SERVICES: dict[str, ModuleType] = {m.NAME: m for m in (postgres, s3, temporal)}
-#: What `ensure_services` starts unless told otherwise; Temporal is opt-in.
+SERVICES: dict[str, ModuleType] = {m.NAME: m for m in (postgres, s3, temporal, worker)}
+#: What `ensure_services` starts unless told otherwise; Temporal and the worker are opt-in.
 DEFAULT_SERVICES = ("postgres", "s3")
+#: What `dossier services up` starts: the whole runtime.
+FULL_STACK = ("postgres", "s3", "temporal", "worker")
 
 logger = logging.getLogger(__name__)
 
@@ -52,6 +54,7 @@ def is_external(settings: Settings, name: str) -> bool:
         "postgres": settings.database_url,
         "s3": settings.s3_endpoint,
         "temporal": settings.temporal_address,
+        "worker": None,  # a worker is always ours: it serves this checkout's code
     }
     return configured[name] is not None
 
@@ -73,14 +76,22 @@ def ensure_services(settings: Settings, which: Iterable[str] = DEFAULT_SERVICES)
         ServiceConfigError: For an unknown name or an unusable setup.
         ServiceStartError: If a service fails to start; services started before it keep running.
     """
-    names = [n for n in _check_names(which) if not is_external(settings, n)]
+    wanted = _check_names(which)
+    if "worker" in wanted:  # a worker without its services would only crash-loop
+        wanted = _check_names((*wanted, "postgres", "s3", "temporal"))
+    names = [n for n in wanted if not is_external(settings, n)]
     records: dict[str, dict] = {}
     if not names:  # all external: no need to create DOSSIER_HOME or take the lock
         return _endpoints(settings, records)
     with locked_state(settings.dossier_home) as state:
         for name in names:
             began = time.monotonic()
-            record = SERVICES[name].start(settings, state.get(name))
+            if name == "worker":
+                # The worker connects to the services started here, which it finds in its environment.
+                needed = {n: state[n] for n in ("postgres", "s3", "temporal") if n in state}
+                record = worker.start(settings, state.get(name), _endpoints(settings, needed))
+            else:
+                record = SERVICES[name].start(settings, state.get(name))
             state[name] = records[name] = record.model_dump()
             logger.info("%s: ready in %.2fs (pid %s)", name, time.monotonic() - began, record.pid)
     return _endpoints(settings, records)

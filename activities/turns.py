@@ -1,0 +1,386 @@
+"""The Temporal activities of an agent turn, over the graph I/O steps.
+
+Each activity takes ids (see :mod:`contracts`), loads what it needs from
+Postgres and S3, does one step, writes the outcome back, and returns ids.
+Every write is idempotent on an id the workflow chose (model run, assembly,
+message) or on the provider's tool-call id, so a retried activity or a
+worker that died halfway never duplicates or loses a record.
+
+Failure sorting: store errors that are transient (connection lost) are
+re-raised for Temporal to retry; bad input (unknown ids, a bad tool
+argument, an unknown model) becomes a non-retryable ``ApplicationError``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from activities.capture import (
+    ToolOutcome,
+    begin_tool_call,
+    capture_tool_result,
+    defer_tool_call,
+    record_attempt_failure,
+)
+from activities.context import assemble_context as assemble_graph_context
+from activities.deps import GraphDeps
+from activities.memory import derive_tool_memory, memory_id_for
+from activities.promotion import promote_child_results
+from contracts import (
+    AssembleInput,
+    AssembleResult,
+    CallModelInput,
+    CheckpointInput,
+    ModelRunInput,
+    ModelStepResult,
+    PromoteInput,
+    PromoteResult,
+    ScheduledPromptInput,
+    ToolCallRef,
+    ToolPlan,
+    ToolStepResult,
+)
+from dossier.providers.base import ModelProvider, ModelRequest, ProviderError, provider_for
+from dossier.tools.base import ToolContext, ToolError, UnknownToolError
+from dossier.tools.registry import ToolRegistry, canonical_name
+from policy.enums import DecisionOutcome, MessageRole, RuntimeKind, ToolCallStatus, VisibilityScope
+from policy.records import ChatMessage, GenerationBoundary, PolicyDecisionRecord, ToolCallRequest
+from store import conversations, memories, messages
+from store import tools as tool_store
+from store.errors import IntegrityViolation, NotFoundError, StoreError, TransientStoreError
+
+_MESSAGE_NAMESPACE = uuid.UUID("3c1f6f0e-7d54-4b7a-9e1b-2a6f0d9c4e11")
+
+ProviderFactory = Callable[[str], tuple[ModelProvider, str]]
+"""``"scripted:analyst"`` -> (provider, model name)."""
+
+
+def message_id_for(model_run_id: str) -> str:
+    """The id of the assistant message a model run writes (stable across retries)."""
+    return str(uuid.uuid5(_MESSAGE_NAMESPACE, f"model-run-message:{model_run_id}"))
+
+
+def _private(runtime_kind: RuntimeKind) -> bool:
+    # A subagent's own words stay with it; the parent gets the promoted report instead.
+    return runtime_kind is RuntimeKind.SUBAGENT_CHILD
+
+
+def _permanent(error: Exception) -> ApplicationError:
+    return ApplicationError(f"{type(error).__name__}: {error}", type=type(error).__name__, non_retryable=True)
+
+
+@dataclass
+class TurnActivities:
+    """Activities bound to the worker's graph, tool registry and model providers."""
+
+    deps: GraphDeps
+    tools: ToolRegistry
+    workspace: Path
+    """The read-only data folder the workspace tools read."""
+    providers: ProviderFactory = provider_for
+
+    # ------------------------------------------------------------------ model runs
+
+    @activity.defn(name="start_model_run")
+    async def start_model_run(self, request: ModelRunInput) -> str:
+        """Record a model run (idempotent on its id); returns the id."""
+        scope = request.scope
+        try:
+            async with self.deps.sessions() as session, session.begin():
+                participant = await conversations.get_participant(session, scope.account_id, request.participant_id)
+                run = await messages.start_model_run(
+                    session, scope.account_id, scope.conversation_id, scope.branch_id, request.participant_id,
+                    runtime_kind=request.runtime_kind, provider=participant.provider, model=participant.model,
+                    workflow_id=activity.info().workflow_id, parent_model_run_id=request.parent_model_run_id,
+                    model_run_id=request.model_run_id,
+                )
+        except (NotFoundError, IntegrityViolation) as error:
+            raise _permanent(error) from error
+        return run.id
+
+    @activity.defn(name="assemble_context")
+    async def assemble_context(self, request: AssembleInput) -> AssembleResult:
+        """Assemble and persist the context of one model run."""
+        scope = request.scope
+        try:
+            async with self.deps.sessions() as session:
+                participant = await conversations.get_participant(session, scope.account_id, request.participant_id)
+                restore = None
+                if request.checkpoint_id is not None:
+                    checkpoint = await memories.get_checkpoint(session, scope.account_id, request.checkpoint_id)
+                    restore = PolicyDecisionRecord(
+                        kind="restore",
+                        subject_ref=f"checkpoint:{checkpoint.id}",
+                        outcome=DecisionOutcome.PROTECTED,
+                        reason=(f"{request.runtime_kind.value} restores from {checkpoint.kind} checkpoint with "
+                                f"{len(checkpoint.references)} referenced record(s); raw transcript and child "
+                                "workspaces are not re-read"),
+                        policy_version=self.deps.policy.version_tag,
+                    )
+            boundary = GenerationBoundary(
+                account_id=scope.account_id,
+                conversation_id=scope.conversation_id,
+                branch_id=scope.branch_id,
+                participant_id=request.participant_id,
+                runtime_kind=request.runtime_kind,
+                # The route is the participant's provider; an unknown one fails closed in the policy.
+                provider_route=participant.provider or "local",
+                token_budget=request.token_budget,
+                now=request.now,
+                model_run_id=request.model_run_id,
+            )
+            assembled = await assemble_graph_context(
+                self.deps, boundary, assembly_id=request.assembly_id,
+                extra_decisions=(restore,) if restore else (),
+            )
+        except (NotFoundError, IntegrityViolation) as error:
+            raise _permanent(error) from error
+        record = assembled.result.record
+        return AssembleResult(
+            assembly_id=assembled.assembly_id,
+            legacy_tokens=record.legacy_tokens,
+            assembled_tokens=record.assembled_tokens,
+        )
+
+    @activity.defn(name="call_model")
+    async def call_model(self, request: CallModelInput) -> ModelStepResult:
+        """Call the participant's model on the persisted assembly; record its answer or tool calls."""
+        scope, account = request.scope, request.scope.account_id
+        try:
+            async with self.deps.sessions() as session:
+                participant = await conversations.get_participant(session, account, request.participant_id)
+                stored = await self._assembly(session, account, request.assembly_id)
+            provider, model = self.providers(f"{participant.provider or 'scripted'}:{participant.model}")
+            response = await provider.generate(ModelRequest(
+                run_id=request.model_run_id, model=model, participant_name=participant.name,
+                messages=stored, tools=tuple(self.tools.schemas()),
+            ))
+        except (NotFoundError, ProviderError) as error:
+            await self._fail_run(account, request.model_run_id, error)
+            raise _permanent(error) from error
+
+        # The provider's call ids are only unique within one response: namespace them by run.
+        calls = tuple(
+            ToolCallRequest(call_id=f"{request.model_run_id}:{call.call_id}", name=canonical_name(call.name),
+                            arguments=dict(call.arguments))
+            for call in response.tool_calls
+        )
+        message_id = await self._write_message(request, participant.name, response.text, calls)
+        if not calls:
+            async with self.deps.sessions() as session, session.begin():
+                await messages.finish_model_run(
+                    session, account, request.model_run_id, status="succeeded", message_id=message_id,
+                    usage={"prompt_tokens": response.usage_prompt_tokens} if response.usage_prompt_tokens else None,
+                )
+            return ModelStepResult(model_run_id=request.model_run_id, message_id=message_id, answered=True)
+
+        plans: list[ToolPlan] = []
+        for call in calls:
+            try:
+                tool = self.tools.get(call.name)
+            except UnknownToolError:
+                tool = None
+            recorded = await begin_tool_call(
+                self.deps, account, scope.conversation_id, scope.branch_id, request.participant_id,
+                call_id=call.call_id, name=call.name, arguments=call.arguments,
+                runtime_kind=request.runtime_kind, model_run_id=request.model_run_id,
+            )
+            if tool is not None and tool.deferred:
+                await defer_tool_call(self.deps, account, recorded.id, _waiting_text(call.arguments))
+            plans.append(ToolPlan(
+                tool_call_id=recorded.id,
+                deferred=bool(tool and tool.deferred),
+                max_attempts=tool.max_attempts if tool else 1,
+                timeout_seconds=tool.timeout_seconds if tool else 30.0,
+                heartbeat_seconds=tool.heartbeat_seconds if tool else None,
+            ))
+        async with self.deps.sessions() as session, session.begin():
+            await messages.finish_model_run(session, account, request.model_run_id, status="succeeded",
+                                            message_id=message_id)
+        return ModelStepResult(model_run_id=request.model_run_id, message_id=message_id, answered=False,
+                               tools=tuple(plans))
+
+    async def _assembly(self, session, account: str, assembly_id: str) -> tuple[ChatMessage, ...]:
+        from store.assemblies import get_context_assembly
+
+        stored = await get_context_assembly(session, account, assembly_id, with_messages=True)
+        return tuple(ChatMessage.from_openai(message) for message in stored.messages or ())
+
+    async def _write_message(self, request: CallModelInput, name: str, text: str,
+                             calls: tuple[ToolCallRequest, ...]) -> str:
+        scope = request.scope
+        message_id = message_id_for(request.model_run_id)
+        private = _private(request.runtime_kind)
+        try:
+            async with self.deps.sessions() as session, session.begin():
+                await messages.append_message(
+                    session, scope.account_id, scope.conversation_id, scope.branch_id,
+                    role=MessageRole.ASSISTANT, content=text, author_participant_id=request.participant_id,
+                    speaker_label=name, model_run_id=request.model_run_id, tool_calls=calls,
+                    visibility=VisibilityScope.PARTICIPANT_PRIVATE if private else VisibilityScope.BRANCH,
+                    message_id=message_id,
+                )
+        except IntegrityViolation:
+            pass  # written by an earlier attempt of this activity
+        return message_id
+
+    async def _fail_run(self, account: str, model_run_id: str, error: Exception) -> None:
+        try:
+            async with self.deps.sessions() as session, session.begin():
+                await messages.finish_model_run(session, account, model_run_id, status="failed",
+                                                error=f"{type(error).__name__}: {error}")
+        except StoreError:
+            pass  # the run row may not exist; the original error is what matters
+
+    # ------------------------------------------------------------------ tools
+
+    @activity.defn(name="execute_tool")
+    async def execute_tool(self, request: ToolCallRef) -> ToolStepResult:
+        """Run one tool call and capture its result before anything else (once per call).
+
+        A transient failure records the attempt (its error text, in the call's
+        history) and raises for Temporal to retry under the tool's policy; bad
+        arguments or an unknown tool are captured as a failed result at once.
+        """
+        account = request.account_id
+        async with self.deps.sessions() as session:
+            call = await tool_store.get_tool_call(session, account, request.tool_call_id)
+            try:
+                existing = await tool_store.get_artifact_for_tool_call(session, account, call.id)
+            except NotFoundError:
+                existing = None
+        if existing is not None:  # an earlier attempt captured it and then lost its worker
+            memory = await derive_tool_memory(self.deps, account, existing.id)
+            return ToolStepResult(tool_call_id=call.id, status=existing.status.value, artifact_id=existing.id,
+                                  memory_id=memory.id)
+        info = activity.info()
+        context = ToolContext(
+            account_id=account, tool_call_id=call.id, attempt=info.attempt,
+            workspace=self.workspace, artifacts=self.deps.artifacts, heartbeat=activity.heartbeat,
+        )
+        try:
+            result = await self.tools.execute(call.name, context, dict(call.arguments))
+        except ToolError as error:
+            if not error.retryable:  # bad arguments, unknown or deferred tool: another attempt cannot help
+                return await self._capture_failure(account, call.id, f"{type(error).__name__}: {error}",
+                                                   info.attempt)
+            await record_attempt_failure(self.deps, account, call.id, attempt=info.attempt,
+                                         error=f"{type(error).__name__}: {error}", final=False)
+            raise ApplicationError(f"{call.name} attempt {info.attempt} failed: {error}",
+                                   type="ToolExecutionError") from error
+        artifact = await capture_tool_result(
+            self.deps, account, call.id,
+            ToolOutcome(status=ToolCallStatus.SUCCEEDED, result=result.payload, content_type=result.content_type,
+                        attempts=info.attempt),
+        )
+        memory = await derive_tool_memory(self.deps, account, artifact.id)
+        return ToolStepResult(tool_call_id=call.id, status="succeeded", artifact_id=artifact.id, memory_id=memory.id)
+
+    @activity.defn(name="finalize_tool_failure")
+    async def finalize_tool_failure(self, request: ToolCallRef) -> ToolStepResult:
+        """After the last attempt failed: capture the last error as the call's failed result."""
+        async with self.deps.sessions() as session:
+            call = await tool_store.get_tool_call(session, request.account_id, request.tool_call_id)
+        error = call.last_error or "the tool failed without an error text"
+        return await self._capture_failure(request.account_id, call.id, error, max(call.attempts, 1))
+
+    async def _capture_failure(self, account: str, tool_call_id: str, error: str, attempts: int) -> ToolStepResult:
+        artifact = await capture_tool_result(
+            self.deps, account, tool_call_id,
+            ToolOutcome(status=ToolCallStatus.FAILED, result=error.encode(), content_type="text/plain",
+                        attempts=attempts),
+        )
+        memory = await derive_tool_memory(self.deps, account, artifact.id)
+        return ToolStepResult(tool_call_id=tool_call_id, status="failed", artifact_id=artifact.id,
+                              memory_id=memory.id)
+
+    # ------------------------------------------------------------------ subagents, checkpoints, jobs
+
+    @activity.defn(name="promote_child")
+    async def promote_child(self, request: PromoteInput) -> PromoteResult:
+        """Make a finished child's report, file handles and failures visible to its parent."""
+        scope = request.scope
+        report = None
+        tool_call_ids = list(request.tool_call_ids)
+        async with self.deps.sessions() as session:
+            if request.child_message_id is not None:
+                report = (await messages.get_message(session, scope.account_id, request.child_message_id)).content
+            promotable = []
+            for tool_call_id in tool_call_ids:
+                try:
+                    artifact = await tool_store.get_artifact_for_tool_call(session, scope.account_id, tool_call_id)
+                    memory = await memories.get_tool_memory(session, scope.account_id, memory_id_for(artifact.id))
+                except NotFoundError:
+                    continue  # never ran (the child timed out first)
+                if "file" in memory.payload or artifact.status is ToolCallStatus.FAILED:
+                    promotable.append(tool_call_id)
+        promoted = await promote_child_results(
+            self.deps, scope.account_id, scope.conversation_id, scope.branch_id,
+            child_participant_id=request.child_participant_id, parent_participant_id=request.parent_participant_id,
+            tool_call_ids=promotable, report=report, outcome=request.outcome,
+        )
+        return PromoteResult(memory_ids=tuple(memory.id for memory in promoted))
+
+    @activity.defn(name="write_checkpoint")
+    async def write_checkpoint(self, request: CheckpointInput) -> str:
+        """Write a deterministic ContinuationCheckpoint; returns its id (stable across retries)."""
+        scope = request.scope
+        state: dict[str, Any] = {"next_step": request.next_step}
+        references: list[str] = []
+        if request.children:
+            state["children"] = [
+                {"participant": child.participant_id, "status": child.status, "workflow_id": child.workflow_id}
+                for child in request.children
+            ]
+            references = [memory_id for child in request.children for memory_id in child.promoted_memory_ids]
+        if request.model_run_ids:
+            state["model_runs"] = len(request.model_run_ids)
+            references += list(request.model_run_ids[-3:])
+        checkpoint_id = str(uuid.uuid5(_MESSAGE_NAMESPACE, f"checkpoint:{activity.info().workflow_run_id}:"
+                                                           f"{request.kind}:{len(request.model_run_ids)}"))
+        async with self.deps.sessions() as session, session.begin():
+            record = await memories.put_checkpoint(
+                session, scope.account_id, scope.conversation_id, scope.branch_id, request.participant_id,
+                request.kind, state, references=references, checkpoint_id=checkpoint_id,
+                model_run_id=request.model_run_ids[-1] if request.model_run_ids else None,
+            )
+        return record.id
+
+    @activity.defn(name="write_scheduled_prompt")
+    async def write_scheduled_prompt(self, request: ScheduledPromptInput) -> str:
+        """Write the user message that opens one scheduled run (idempotent per run)."""
+        scope = request.scope
+        message_id = str(uuid.uuid5(_MESSAGE_NAMESPACE, f"scheduled:{activity.info().workflow_run_id}"))
+        when = request.fired_at.strftime("%Y-%m-%d %H:%M:%S UTC")
+        try:
+            async with self.deps.sessions() as session, session.begin():
+                await messages.append_message(
+                    session, scope.account_id, scope.conversation_id, scope.branch_id, role=MessageRole.USER,
+                    content=f"Scheduled run {when} ({request.job_name}): {request.prompt}",
+                    speaker_label="Scheduler", message_id=message_id,
+                )
+        except IntegrityViolation:
+            pass
+        return message_id
+
+    def all(self) -> list[Callable[..., Any]]:
+        """Every activity, for ``Worker(activities=...)``."""
+        return [
+            self.start_model_run, self.assemble_context, self.call_model, self.execute_tool,
+            self.finalize_tool_failure, self.promote_child, self.write_checkpoint, self.write_scheduled_prompt,
+        ]
+
+
+def _waiting_text(arguments: dict[str, Any]) -> str:
+    prompt = arguments.get("prompt")
+    return f"the user to answer: {prompt}" if isinstance(prompt, str) and prompt else "the user's answer"
+
+
+__all__ = ["ProviderFactory", "TransientStoreError", "TurnActivities", "message_id_for"]

@@ -1,0 +1,328 @@
+"""What crosses the client / workflow / activity boundary: ids and references only.
+
+Every workflow input, result, signal and activity argument is one of these
+models, sent with the SDK's pydantic data converter. None of them carries a
+transcript, an assembled prompt or a tool payload: those live in the graph and
+the artifact store, and each step loads what it needs by id. That keeps a
+turn's workflow history small however long the conversation grows.
+
+These are durable contracts: add optional fields with defaults; never rename
+or add a required field in place.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from policy.enums import RuntimeKind
+
+TASK_QUEUE = "dossier"
+"""Default task queue (``TEMPORAL_TASK_QUEUE`` overrides it)."""
+
+MAX_SCHEDULE_PROMPT_CHARS = 2000
+"""A scheduled job's prompt is configuration, not conversation: keep it short."""
+
+
+class Contract(BaseModel):
+    """Base of every boundary model: immutable, unknown fields rejected."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Scope(Contract):
+    """Where a turn happens: account, conversation and branch."""
+
+    account_id: str
+    conversation_id: str
+    branch_id: str
+
+
+# --------------------------------------------------------------------------- agent turn
+
+
+class TurnInput(Contract):
+    """One agent turn: assemble, call the model, run its tools, until it answers."""
+
+    scope: Scope
+    participant_id: str
+    """Whose model runs (its provider and model come from the participant)."""
+    runtime_kind: RuntimeKind = RuntimeKind.CHAT
+    token_budget: int | None = None
+    """Prompt budget per model call (``None``: the policy's default)."""
+    parent_model_run_id: str | None = None
+    """For a subagent child: the run that spawned it."""
+    checkpoint_id: str | None = None
+    """Resume from this ContinuationCheckpoint (parent resume, continue-as-new)."""
+    max_rounds: int = Field(default=12, ge=1, le=200)
+    """Model calls this turn may make before it stops with ``status="max_rounds"``."""
+    rounds_per_run: int = Field(default=6, ge=1)
+    """Model calls per workflow run; after that the turn continues as new from a checkpoint."""
+    round: int = 0
+    """Model calls made so far (carried across continue-as-new)."""
+    model_run_ids: tuple[str, ...] = ()
+    """Runs made so far (carried across continue-as-new)."""
+
+
+class TurnResult(Contract):
+    """How a turn ended, by reference."""
+
+    status: Literal["answered", "max_rounds", "failed"]
+    message_id: str | None = None
+    """The assistant message with the answer."""
+    model_run_ids: tuple[str, ...] = ()
+    tool_call_ids: tuple[str, ...] = ()
+    participant_id: str
+
+
+class ToolAnswer(Contract):
+    """Signal: the human answered a deferred tool call (its artifact is already captured)."""
+
+    tool_call_id: str
+
+
+class TurnStatus(Contract):
+    """Query result: where a turn is."""
+
+    round: int
+    waiting_for_tool_call_ids: tuple[str, ...] = ()
+    model_run_ids: tuple[str, ...] = ()
+
+
+# --------------------------------------------------------------------------- activities
+
+
+class ModelRunInput(Contract):
+    """Start one model run (idempotent on ``model_run_id``)."""
+
+    scope: Scope
+    participant_id: str
+    model_run_id: str
+    runtime_kind: RuntimeKind
+    parent_model_run_id: str | None = None
+
+
+class AssembleInput(Contract):
+    """Assemble the context of one model run and persist it."""
+
+    scope: Scope
+    participant_id: str
+    model_run_id: str
+    assembly_id: str
+    runtime_kind: RuntimeKind
+    now: datetime
+    """The workflow's time: assemblies are reproducible from the history."""
+    token_budget: int | None = None
+    checkpoint_id: str | None = None
+    """A checkpoint this run resumes from (its restore is logged as a PolicyDecision)."""
+
+
+class AssembleResult(Contract):
+    """The persisted assembly, with the figures a caller shows."""
+
+    assembly_id: str
+    legacy_tokens: int
+    assembled_tokens: int
+
+
+class ToolPlan(Contract):
+    """One tool call the model made, and how the workflow must run it."""
+
+    tool_call_id: str
+    deferred: bool = False
+    max_attempts: int = 3
+    timeout_seconds: float = 60.0
+    heartbeat_seconds: float | None = None
+
+
+class CallModelInput(Contract):
+    """Call the participant's model on a persisted assembly."""
+
+    scope: Scope
+    participant_id: str
+    model_run_id: str
+    assembly_id: str
+    runtime_kind: RuntimeKind
+
+
+class ModelStepResult(Contract):
+    """What the model did: answered (a message) or called tools (plans)."""
+
+    model_run_id: str
+    message_id: str | None = None
+    """The assistant message written for this step."""
+    answered: bool
+    tools: tuple[ToolPlan, ...] = ()
+
+
+class ToolCallRef(Contract):
+    """A tool call by id."""
+
+    account_id: str
+    tool_call_id: str
+
+
+class ToolStepResult(Contract):
+    """A tool call's captured outcome."""
+
+    tool_call_id: str
+    status: Literal["succeeded", "failed"]
+    artifact_id: str
+    memory_id: str
+
+
+class CheckpointInput(Contract):
+    """Write a ContinuationCheckpoint."""
+
+    scope: Scope
+    participant_id: str
+    kind: Literal["tool_loop", "subagent_batch", "parent_resume", "deferred_wait"]
+    model_run_ids: tuple[str, ...] = ()
+    """Runs whose state the checkpoint summarises (tool loop)."""
+    children: tuple[ChildOutcome, ...] = ()
+    """Subagent outcomes (subagent batch)."""
+    next_step: str = ""
+
+
+class ChildOutcome(Contract):
+    """How one subagent child ended, and what was promoted from it."""
+
+    participant_id: str
+    status: Literal["succeeded", "failed", "timed_out"]
+    promoted_memory_ids: tuple[str, ...] = ()
+    workflow_id: str
+
+
+class PromoteInput(Contract):
+    """Promote a finished child's report, file handles and failures to its parent."""
+
+    scope: Scope
+    child_participant_id: str
+    parent_participant_id: str
+    outcome: Literal["succeeded", "failed", "timed_out"]
+    child_message_id: str | None = None
+    """The child's final answer (its report), when it answered."""
+    tool_call_ids: tuple[str, ...] = ()
+
+
+class PromoteResult(Contract):
+    """The memories now visible to the parent."""
+
+    memory_ids: tuple[str, ...]
+
+
+class ScheduledPromptInput(Contract):
+    """Write the user message that opens one scheduled run."""
+
+    scope: Scope
+    job_name: str
+    prompt: str = Field(max_length=MAX_SCHEDULE_PROMPT_CHARS)
+    fired_at: datetime
+
+
+# --------------------------------------------------------------------------- other workflows
+
+
+class MultiModelInput(Contract):
+    """Several participants answer the same user message, each with isolated tool state."""
+
+    scope: Scope
+    participant_ids: tuple[str, ...] = Field(min_length=1)
+    token_budget: int | None = None
+
+
+class MultiModelResult(Contract):
+    results: tuple[TurnResult, ...]
+
+
+class ChildTask(Contract):
+    """One subagent: its participant (its task message is already in the graph)."""
+
+    participant_id: str
+    timeout_seconds: float = 600.0
+
+
+class SubagentBatchInput(Contract):
+    """A parent delegates to subagents, then resumes from their promoted results."""
+
+    scope: Scope
+    parent_participant_id: str
+    children: tuple[ChildTask, ...] = Field(min_length=1)
+    next_step: str = "merge the subagents' findings and answer the user"
+    resume: bool = True
+    """Run the parent resume turn once every child has ended."""
+
+
+class SubagentBatchResult(Contract):
+    children: tuple[ChildOutcome, ...]
+    checkpoint_id: str
+    resume: TurnResult | None = None
+
+
+class ParentResumeInput(Contract):
+    """Resume the parent from a subagent-batch checkpoint."""
+
+    scope: Scope
+    parent_participant_id: str
+    checkpoint_id: str
+    token_budget: int | None = None
+
+
+class DiscussionInput(Contract):
+    """Participants take turns under a moderator; the opening message is in the graph."""
+
+    scope: Scope
+    participant_ids: tuple[str, ...] = Field(min_length=2)
+    rounds: int = Field(default=2, ge=1, le=20)
+    token_budget: int | None = None
+
+
+class DiscussionResult(Contract):
+    turns: tuple[TurnResult, ...]
+
+
+class ScheduledJobInput(Contract):
+    """What a Temporal Schedule starts on every fire."""
+
+    scope: Scope
+    participant_id: str
+    job_name: str
+    prompt: str = Field(max_length=MAX_SCHEDULE_PROMPT_CHARS)
+
+
+CheckpointInput.model_rebuild()
+
+__all__ = [
+    "MAX_SCHEDULE_PROMPT_CHARS",
+    "TASK_QUEUE",
+    "AssembleInput",
+    "AssembleResult",
+    "CallModelInput",
+    "CheckpointInput",
+    "ChildOutcome",
+    "ChildTask",
+    "Contract",
+    "DiscussionInput",
+    "DiscussionResult",
+    "ModelRunInput",
+    "ModelStepResult",
+    "MultiModelInput",
+    "MultiModelResult",
+    "ParentResumeInput",
+    "PromoteInput",
+    "PromoteResult",
+    "ScheduledJobInput",
+    "ScheduledPromptInput",
+    "Scope",
+    "SubagentBatchInput",
+    "SubagentBatchResult",
+    "ToolAnswer",
+    "ToolCallRef",
+    "ToolPlan",
+    "ToolStepResult",
+    "TurnInput",
+    "TurnResult",
+    "TurnStatus",
+]

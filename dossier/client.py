@@ -1,0 +1,542 @@
+"""The Python client: start agent work, answer deferred tools, manage schedules, list runs.
+
+The CLI commands are thin wrappers over :class:`DossierClient`. The client
+writes what the human says (messages, answers) into the graph itself and
+starts workflows with ids only; a worker (``python worker.py``) must be
+polling the task queue for anything to run.
+
+    async with DossierClient.connect(Settings()) as dossier:
+        outcome = await dossier.chat("Summarise Q3 revenue by region")
+        print(outcome.answer)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from temporalio.client import (
+    Client,
+    Schedule,
+    ScheduleActionStartWorkflow,
+    ScheduleHandle,
+    ScheduleIntervalSpec,
+    ScheduleSpec,
+    ScheduleState,
+    WorkflowHandle,
+)
+from temporalio.service import RPCError
+
+from activities.capture import ToolOutcome, capture_tool_result
+from activities.deps import GraphDeps
+from activities.memory import derive_tool_memory
+from contracts import (
+    ChildTask,
+    DiscussionInput,
+    DiscussionResult,
+    MultiModelInput,
+    MultiModelResult,
+    ScheduledJobInput,
+    Scope,
+    SubagentBatchInput,
+    SubagentBatchResult,
+    ToolAnswer,
+    TurnInput,
+    TurnResult,
+    TurnStatus,
+)
+from dossier.providers.base import parse_model_spec
+from dossier.runtime import open_graph, temporal_client
+from dossier.services import ensure_services
+from dossier.settings import Settings
+from policy.enums import MessageRole, RuntimeKind, ToolCallStatus, VisibilityScope
+from store import branches, conversations, messages
+from store import tools as tool_store
+from store.assemblies import get_context_assembly
+from store.errors import NotFoundError
+
+Progress = Callable[[str], None]
+"""Called with a one-line progress report while a long wait goes on."""
+
+ACCOUNT_FILE = "account-id"
+"""Under ``DOSSIER_HOME``: the local account this installation works in."""
+
+
+class ClientError(Exception):
+    """A request the client cannot carry out (unknown conversation, bad model spec...)."""
+
+
+@dataclass(frozen=True)
+class TurnOutcome:
+    """One finished (or started) turn, by id, with its answer text."""
+
+    conversation_id: str
+    branch_id: str
+    participant_id: str
+    participant: str
+    workflow_id: str
+    ui_url: str | None
+    result: TurnResult | None = None
+    answer: str | None = None
+
+    @property
+    def model_run_ids(self) -> tuple[str, ...]:
+        """The model runs of the turn."""
+        return self.result.model_run_ids if self.result else ()
+
+
+@dataclass(frozen=True)
+class RunRow:
+    """One model run, as ``dossier runs`` lists it."""
+
+    model_run_id: str
+    workflow_id: str | None
+    runtime_kind: str
+    conversation_id: str
+    branch_id: str
+    participant: str
+    context_assembly_id: str | None
+    status: str
+    legacy_tokens: int | None = None
+    assembled_tokens: int | None = None
+    ui_url: str | None = None
+    started_at: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        """The row as JSON."""
+        return dict(self.__dict__)
+
+
+@dataclass
+class DossierClient:
+    """Operations on conversations and agent runs for one account."""
+
+    deps: GraphDeps
+    temporal: Client
+    settings: Settings
+    account_id: str
+    ui_base: str | None = None
+    poll_seconds: float = 1.0
+    _progress_shown: set[str] = field(default_factory=set)
+
+    @classmethod
+    @asynccontextmanager
+    async def connect(cls, settings: Settings, *, account_id: str | None = None) -> AsyncIterator[DossierClient]:
+        """Connect to Postgres, S3 and Temporal (starting the embedded ones as needed)."""
+        endpoints = await asyncio.to_thread(ensure_services, settings, ("postgres", "s3", "temporal"))
+        async with open_graph(settings) as deps:
+            client = await temporal_client(settings)
+            account = account_id or await _local_account(deps, settings)
+            yield cls(deps=deps, temporal=client, settings=settings, account_id=account,
+                      ui_base=endpoints.temporal_ui_url)
+
+    # ------------------------------------------------------------------ links
+
+    def ui_url(self, workflow_id: str) -> str | None:
+        """The run's page in the Temporal UI."""
+        if self.ui_base is None:
+            return None
+        return f"{self.ui_base}/namespaces/{self.settings.temporal_namespace}/workflows/{workflow_id}"
+
+    # ------------------------------------------------------------------ graph helpers
+
+    async def new_conversation(self, title: str = "") -> tuple[str, str]:
+        """A new conversation; returns (conversation id, root branch id)."""
+        async with self.deps.sessions() as session, session.begin():
+            conversation = await conversations.create_conversation(session, self.account_id, title=title)
+        return conversation.id, conversation.root_branch_id
+
+    async def _scope(self, conversation_id: str | None, branch_id: str | None, title: str) -> Scope:
+        if conversation_id is None:
+            if branch_id is not None:
+                raise ClientError("--branch needs --conversation")
+            conversation_id, branch_id = await self.new_conversation(title[:80])
+        try:
+            async with self.deps.sessions() as session:
+                conversation = await conversations.get_conversation(session, self.account_id, conversation_id)
+                if branch_id is not None:
+                    branch = await branches.get_branch(session, self.account_id, branch_id)
+                    if branch.conversation_id != conversation.id:
+                        raise ClientError(f"branch {branch_id} is not in conversation {conversation_id}")
+        except NotFoundError as error:
+            raise ClientError(str(error)) from error
+        return Scope(account_id=self.account_id, conversation_id=conversation.id,
+                     branch_id=branch_id or conversation.root_branch_id)
+
+    async def participant(self, scope: Scope, spec: str, *, name: str | None = None, role: str = "assistant",
+                          parent_participant_id: str | None = None, system_prompt: str = "") -> str:
+        """The conversation's participant for a model spec and name, created on first use."""
+        try:
+            provider, model = parse_model_spec(spec)
+        except Exception as error:
+            raise ClientError(str(error)) from error
+        name = name or model.replace("-", " ").title()
+        async with self.deps.sessions() as session, session.begin():
+            for existing in await conversations.list_participants(session, self.account_id, scope.conversation_id):
+                if (existing.provider, existing.model, existing.name) == (provider, model, name):
+                    return existing.id
+            created = await conversations.add_participant(
+                session, self.account_id, scope.conversation_id, name=name, role=role, provider=provider,
+                model=model, system_prompt=system_prompt or f"You are {name}. Use your tools; cite result ids.",
+                parent_participant_id=parent_participant_id,
+            )
+        return created.id
+
+    async def say(self, scope: Scope, text: str, *, speaker_label: str | None = None, directive: bool = False,
+                  private_to: str | None = None) -> str:
+        """Write a user (or moderator) message; returns its id."""
+        async with self.deps.sessions() as session, session.begin():
+            message = await messages.append_message(
+                session, self.account_id, scope.conversation_id, scope.branch_id,
+                role=MessageRole.USER, content=text, speaker_label=speaker_label, is_directive=directive,
+                visibility=VisibilityScope.PARTICIPANT_PRIVATE if private_to else VisibilityScope.BRANCH,
+                shared_with=[private_to] if private_to else [],
+            )
+        return message.id
+
+    async def message_text(self, message_id: str | None) -> str | None:
+        """A message's content."""
+        if message_id is None:
+            return None
+        async with self.deps.sessions() as session:
+            return (await messages.get_message(session, self.account_id, message_id)).content
+
+    # ------------------------------------------------------------------ turns
+
+    async def chat(self, text: str, *, conversation_id: str | None = None, branch_id: str | None = None,
+                   model: str = "scripted:analyst", name: str | None = None, wait: bool = True,
+                   runtime_kind: RuntimeKind = RuntimeKind.CHAT, progress: Progress | None = None) -> TurnOutcome:
+        """Say ``text`` and run one agent turn on it."""
+        scope = await self._scope(conversation_id, branch_id, text)
+        participant_id = await self.participant(scope, model, name=name)
+        message_id = await self.say(scope, text)
+        workflow_id = f"turn-{message_id}"
+        handle = await self.temporal.start_workflow(
+            "AgentTurn", TurnInput(scope=scope, participant_id=participant_id, runtime_kind=runtime_kind),
+            id=workflow_id, task_queue=self.settings.temporal_task_queue, result_type=TurnResult,
+        )
+        outcome = TurnOutcome(scope.conversation_id, scope.branch_id, participant_id, name or model, workflow_id,
+                              self.ui_url(workflow_id))
+        if not wait:
+            return outcome
+        result = await self._wait(handle, progress)
+        return TurnOutcome(**{**outcome.__dict__, "result": result, "answer": await self.message_text(result.message_id)})
+
+    async def fork(self, conversation_id: str, at_message_id: str, *, branch_id: str | None = None,
+                   name: str | None = None) -> str:
+        """Fork a branch at a message; returns the new branch id."""
+        scope = await self._scope(conversation_id, branch_id, "")
+        try:
+            async with self.deps.sessions() as session, session.begin():
+                branch = await branches.fork_branch(session, self.account_id, scope.conversation_id,
+                                                    scope.branch_id, at_message_id,
+                                                    name=name or f"fork at {at_message_id[:8]}")
+        except NotFoundError as error:
+            raise ClientError(str(error)) from error
+        return branch.id
+
+    async def send_on_branch(self, text: str, *, conversation_id: str, branch_id: str,
+                             model: str = "scripted:analyst", progress: Progress | None = None) -> TurnOutcome:
+        """A turn on a forked branch (runtime kind ``branch_send``)."""
+        return await self.chat(text, conversation_id=conversation_id, branch_id=branch_id, model=model,
+                               runtime_kind=RuntimeKind.BRANCH_SEND, progress=progress)
+
+    async def multi(self, text: str, models: Sequence[str], *, conversation_id: str | None = None,
+                    branch_id: str | None = None, progress: Progress | None = None) -> list[TurnOutcome]:
+        """Several models answer the same message, each with its own tool state."""
+        scope = await self._scope(conversation_id, branch_id, text)
+        names = _unique_names(models)
+        participants = [await self.participant(scope, spec, name=name) for spec, name in zip(models, names)]
+        message_id = await self.say(scope, text)
+        workflow_id = f"multi-{message_id}"
+        handle = await self.temporal.start_workflow(
+            "MultiModelTurn", MultiModelInput(scope=scope, participant_ids=tuple(participants)),
+            id=workflow_id, task_queue=self.settings.temporal_task_queue, result_type=MultiModelResult,
+        )
+        result = await self._wait(handle, progress)
+        return [
+            TurnOutcome(scope.conversation_id, scope.branch_id, turn.participant_id, name, workflow_id,
+                        self.ui_url(workflow_id), turn, await self.message_text(turn.message_id))
+            for turn, name in zip(result.results, names)
+        ]
+
+    async def subagents(self, text: str, children: Sequence[tuple[str, str]], *, parent_model: str = "scripted:coordinator",
+                        conversation_id: str | None = None, branch_id: str | None = None,
+                        child_timeout_seconds: float = 600.0, progress: Progress | None = None
+                        ) -> tuple[SubagentBatchResult, str, TurnOutcome | None]:
+        """The parent delegates ``children`` (model spec, task) and resumes from their promoted results.
+
+        Returns:
+            (batch result, workflow id, the parent's resumed turn).
+        """
+        scope = await self._scope(conversation_id, branch_id, text)
+        parent = await self.participant(scope, parent_model)
+        message_id = await self.say(scope, text)
+        tasks = []
+        for index, (spec, task) in enumerate(children):
+            _, model = parse_model_spec(spec)
+            child = await self.participant(scope, spec, name=f"{model}-{index + 1}", role="subagent",
+                                           parent_participant_id=parent)
+            # The task is the child's alone: the parent gets the promoted result, not the child's thread.
+            await self.say(scope, task, private_to=child)
+            tasks.append(ChildTask(participant_id=child, timeout_seconds=child_timeout_seconds))
+        workflow_id = f"subagents-{message_id}"
+        handle = await self.temporal.start_workflow(
+            "SubagentBatch", SubagentBatchInput(scope=scope, parent_participant_id=parent, children=tuple(tasks)),
+            id=workflow_id, task_queue=self.settings.temporal_task_queue, result_type=SubagentBatchResult,
+        )
+        result = await self._wait(handle, progress)
+        resume = None
+        if result.resume is not None:
+            resume = TurnOutcome(scope.conversation_id, scope.branch_id, parent, parent_model, f"{workflow_id}/resume",
+                                 self.ui_url(f"{workflow_id}/resume"), result.resume,
+                                 await self.message_text(result.resume.message_id))
+        return result, workflow_id, resume
+
+    async def discuss(self, topic: str, models: Sequence[str], *, rounds: int = 2, directive: str | None = None,
+                      conversation_id: str | None = None, branch_id: str | None = None,
+                      progress: Progress | None = None) -> tuple[list[TurnOutcome], str]:
+        """Participants take turns on ``topic`` under a moderator directive."""
+        scope = await self._scope(conversation_id, branch_id, topic)
+        names = _unique_names(models)
+        participants = [await self.participant(scope, spec, name=name) for spec, name in zip(models, names)]
+        first = await self.say(scope, topic, speaker_label="Panel question")
+        if directive:
+            await self.say(scope, directive, speaker_label="Moderator", directive=True)
+        workflow_id = f"discussion-{first}"
+        handle = await self.temporal.start_workflow(
+            "Discussion", DiscussionInput(scope=scope, participant_ids=tuple(participants), rounds=rounds),
+            id=workflow_id, task_queue=self.settings.temporal_task_queue, result_type=DiscussionResult,
+        )
+        result = await self._wait(handle, progress)
+        by_id = dict(zip(participants, names))
+        turns = [
+            TurnOutcome(scope.conversation_id, scope.branch_id, turn.participant_id, by_id[turn.participant_id],
+                        workflow_id, self.ui_url(workflow_id), turn, await self.message_text(turn.message_id))
+            for turn in result.turns
+        ]
+        return turns, workflow_id
+
+    async def answer(self, tool_call_id: str, answer: str, *, content_type: str = "application/json") -> str:
+        """Answer a deferred tool call: capture the answer as its result, then signal its turn.
+
+        Returns:
+            The id of the workflow that was signalled.
+        """
+        try:
+            async with self.deps.sessions() as session:
+                call = await tool_store.get_tool_call(session, self.account_id, tool_call_id)
+                run = await messages.get_model_run(session, self.account_id, call.model_run_id) \
+                    if call.model_run_id else None
+        except NotFoundError as error:
+            raise ClientError(str(error)) from error
+        if call.status is not ToolCallStatus.DEFERRED:
+            raise ClientError(f"tool call {tool_call_id} is {call.status.value}, not waiting for an answer")
+        if run is None or run.workflow_id is None:
+            raise ClientError(f"tool call {tool_call_id} has no workflow to resume")
+        artifact = await capture_tool_result(
+            self.deps, self.account_id, call.id,
+            ToolOutcome(status=ToolCallStatus.SUCCEEDED, result=answer.encode(), content_type=content_type),
+        )
+        await derive_tool_memory(self.deps, self.account_id, artifact.id)
+        await self.temporal.get_workflow_handle(run.workflow_id).signal("answer_tool", ToolAnswer(tool_call_id=call.id))
+        return run.workflow_id
+
+    async def wait_until_waiting(self, workflow_id: str, *, timeout: float = 120.0) -> tuple[str, ...]:
+        """Block until a turn waits on deferred tool calls; returns their ids."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        while True:
+            status = await self.waiting(workflow_id)
+            if status.waiting_for_tool_call_ids:
+                return status.waiting_for_tool_call_ids
+            if asyncio.get_running_loop().time() > deadline:
+                raise ClientError(f"{workflow_id} is not waiting on any tool after {timeout:.0f}s")
+            await asyncio.sleep(0.2)
+
+    async def wait_turn(self, outcome: TurnOutcome, progress: Progress | None = None) -> TurnOutcome:
+        """Wait for a turn started with ``wait=False``."""
+        handle = self.temporal.get_workflow_handle(outcome.workflow_id, result_type=TurnResult)
+        result = await self._wait(handle, progress)
+        return TurnOutcome(**{**outcome.__dict__, "result": result, "answer": await self.message_text(result.message_id)})
+
+    async def first_user_message(self, conversation_id: str, branch_id: str) -> str:
+        """The id of the first user message on a branch's lineage."""
+        from store.candidates import load_candidates
+
+        async with self.deps.sessions() as session:
+            candidates = await load_candidates(session, self.account_id, conversation_id, branch_id,
+                                               self.deps.limits)
+        users = sorted((m for m in candidates.messages if m.role is MessageRole.USER), key=lambda m: m.seq)
+        if not users:
+            raise ClientError(f"branch {branch_id} has no user message")
+        return users[0].id
+
+    async def waiting(self, workflow_id: str) -> TurnStatus:
+        """What a turn is waiting for (its ``status`` query)."""
+        return await self.temporal.get_workflow_handle(workflow_id).query("status", result_type=TurnStatus)
+
+    async def _wait(self, handle: WorkflowHandle, progress: Progress | None):
+        """The workflow's result; meanwhile report its progress every ``poll_seconds``."""
+        task = asyncio.ensure_future(handle.result())
+        last = ""
+        while not task.done():
+            done, _ = await asyncio.wait({task}, timeout=self.poll_seconds)
+            if done or progress is None:
+                continue
+            try:
+                status = await handle.query("status", result_type=TurnStatus)
+                line = f"{handle.id}: {status.round} model call(s)"
+                if status.waiting_for_tool_call_ids:
+                    line += f", waiting for an answer to {', '.join(status.waiting_for_tool_call_ids)}"
+            except RPCError:
+                line = f"{handle.id}: running"
+            except Exception:  # a parent workflow has no status query
+                line = f"{handle.id}: running"
+            if line != last:
+                progress(line)
+                last = line
+        return task.result()
+
+    # ------------------------------------------------------------------ schedules
+
+    async def create_schedule(self, schedule_id: str, prompt: str, *, every: timedelta, model: str = "scripted:digest",
+                              conversation_id: str | None = None, branch_id: str | None = None,
+                              paused: bool = False) -> ScheduleHandle:
+        """A recurring job: every ``every``, the prompt opens a scheduled agent turn."""
+        scope = await self._scope(conversation_id, branch_id, f"schedule {schedule_id}")
+        participant = await self.participant(scope, model)
+        job = ScheduledJobInput(scope=scope, participant_id=participant, job_name=schedule_id, prompt=prompt)
+        return await self.temporal.create_schedule(
+            schedule_id,
+            Schedule(
+                action=ScheduleActionStartWorkflow("ScheduledJob", job, id=f"job-{schedule_id}",
+                                                   task_queue=self.settings.temporal_task_queue),
+                spec=ScheduleSpec(intervals=[ScheduleIntervalSpec(every=every)]),
+                state=ScheduleState(paused=paused, note=f"dossier job {schedule_id}"),
+            ),
+        )
+
+    async def wait_schedule_run(self, schedule_id: str, *, after: int = 0, timeout: float = 120.0) -> TurnOutcome:
+        """Wait for the schedule's run number ``after + 1`` to finish; returns it as a turn."""
+        handle = self.temporal.get_schedule_handle(schedule_id)
+        deadline = asyncio.get_running_loop().time() + timeout
+        while True:
+            description = await handle.describe()
+            actions = description.info.recent_actions
+            if len(actions) > after:
+                workflow_id = actions[after].action.workflow_id
+                break
+            if asyncio.get_running_loop().time() > deadline:
+                raise ClientError(f"schedule {schedule_id} did not fire within {timeout:.0f}s")
+            await asyncio.sleep(0.25)
+        result = await self.temporal.get_workflow_handle(workflow_id, result_type=TurnResult).result()
+        conversation_id = branch_id = ""
+        if result.model_run_ids:  # where the run happened is in the graph, not in the schedule's payload
+            async with self.deps.sessions() as session:
+                run = await messages.get_model_run(session, self.account_id, result.model_run_ids[0])
+            conversation_id, branch_id = run.conversation_id, run.branch_id
+        return TurnOutcome(conversation_id, branch_id, result.participant_id, schedule_id, workflow_id,
+                           self.ui_url(workflow_id), result, await self.message_text(result.message_id))
+
+    async def list_schedules(self) -> list[dict[str, Any]]:
+        """Every schedule with its state and recent actions."""
+        rows = []
+        async for entry in await self.temporal.list_schedules():
+            info = entry.info
+            rows.append({
+                "schedule_id": entry.id,
+                "paused": bool(entry.schedule and entry.schedule.state.paused),
+                "recent_runs": [action.action.workflow_id for action in (info.recent_actions if info else [])],
+                "next_runs": [when.isoformat() for when in (info.next_action_times if info else [])][:3],
+            })
+        return rows
+
+    async def trigger_schedule(self, schedule_id: str) -> None:
+        """Fire a schedule now."""
+        await self.temporal.get_schedule_handle(schedule_id).trigger()
+
+    async def pause_schedule(self, schedule_id: str, *, paused: bool = True) -> None:
+        """Pause (or unpause) a schedule."""
+        handle = self.temporal.get_schedule_handle(schedule_id)
+        await (handle.pause() if paused else handle.unpause())
+
+    async def delete_schedule(self, schedule_id: str) -> None:
+        """Delete a schedule (runs already made stay in the graph)."""
+        await self.temporal.get_schedule_handle(schedule_id).delete()
+
+    # ------------------------------------------------------------------ runs
+
+    async def runs(self, conversation_id: str | None = None, *, limit: int = 200) -> list[RunRow]:
+        """Model runs with their workflow, participant and context assembly."""
+        rows: list[RunRow] = []
+        async with self.deps.sessions() as session:
+            runs = await messages.list_model_runs(session, self.account_id, conversation_id, limit=limit)
+            names: dict[str, str] = {}
+            for run in runs:
+                if run.participant_id not in names:
+                    names[run.participant_id] = (
+                        await conversations.get_participant(session, self.account_id, run.participant_id)).name
+                legacy = assembled = None
+                if run.context_assembly_id:
+                    stored = await get_context_assembly(session, self.account_id, run.context_assembly_id)
+                    legacy, assembled = stored.record.legacy_tokens, stored.record.assembled_tokens
+                rows.append(RunRow(
+                    model_run_id=run.id, workflow_id=run.workflow_id, runtime_kind=run.runtime_kind.value,
+                    conversation_id=run.conversation_id, branch_id=run.branch_id,
+                    participant=names[run.participant_id], context_assembly_id=run.context_assembly_id,
+                    status=run.status, legacy_tokens=legacy, assembled_tokens=assembled,
+                    ui_url=self.ui_url(run.workflow_id) if run.workflow_id else None,
+                    started_at=run.started_at.isoformat(),
+                ))
+        return rows
+
+    async def transcript(self, conversation_id: str, branch_id: str) -> list[tuple[str, str]]:
+        """The human-facing transcript of a branch: (speaker, text), tool-call-only steps left out."""
+        from store.candidates import load_candidates
+
+        async with self.deps.sessions() as session:
+            candidates = await load_candidates(session, self.account_id, conversation_id, branch_id,
+                                               self.deps.limits)
+        names = {p.id: p.name for p in candidates.participants}
+        lines = []
+        for message in sorted(candidates.messages, key=lambda m: m.seq):
+            if not message.content.strip():
+                continue
+            speaker = message.speaker_label or (names.get(message.author_participant_id or "", "assistant")
+                                                if message.role is MessageRole.ASSISTANT else "user")
+            lines.append((speaker, message.content))
+        return lines
+
+
+def _unique_names(models: Sequence[str]) -> list[str]:
+    """Display names for model specs, numbered when a spec repeats."""
+    names: list[str] = []
+    for spec in models:
+        base = spec.split(":", 1)[-1].replace("-", " ").title()
+        name = base
+        count = 2
+        while name in names:
+            name = f"{base} {count}"
+            count += 1
+        names.append(name)
+    return names
+
+
+async def _local_account(deps: GraphDeps, settings: Settings) -> str:
+    """This installation's account: created once, remembered under ``DOSSIER_HOME``."""
+    path = settings.dossier_home / ACCOUNT_FILE
+    account_id = path.read_text().strip() if path.exists() else str(uuid.uuid4())
+    async with deps.sessions() as session, session.begin():
+        await conversations.create_account(session, account_id, name="local")
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(account_id + "\n")
+    return account_id
+
+
+__all__ = ["ClientError", "DossierClient", "RunRow", "TurnOutcome"]

@@ -1,0 +1,211 @@
+"""Agent commands: `chat`, `branch fork`, `multi`, `subagents`, `discuss`, `answer`, `runs`, `worker`.
+
+Each opens a :class:`~dossier.client.DossierClient` (starting the embedded
+Postgres, S3 and Temporal when nothing is configured) and prints the ids a
+user needs to find the work again: conversation, branch, model runs,
+workflow and its Temporal UI link. A worker must be running
+(`dossier worker`, or `dossier services up` with the worker service).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Awaitable, Callable
+
+from dossier.client import ClientError, DossierClient, TurnOutcome
+from dossier.settings import Settings
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the agent commands."""
+    chat = subparsers.add_parser("chat", help="say something and run one agent turn")
+    _scope_args(chat)
+    chat.add_argument("--model", default="scripted:analyst", metavar="SPEC", help="scripted:NAME (default analyst)")
+    chat.add_argument("--no-wait", action="store_true", help="start the turn and print its ids without waiting")
+    chat.add_argument("message")
+    chat.set_defaults(handler=lambda args: _run(_chat(args)))
+
+    branch = subparsers.add_parser("branch", help="fork a branch at a message (then chat on it)")
+    branch_actions = branch.add_subparsers(title="actions", metavar="ACTION", required=True)
+    fork = branch_actions.add_parser("fork", help="fork at a message; with MESSAGE, send it on the new branch")
+    fork.add_argument("--conversation", required=True, metavar="ID")
+    fork.add_argument("--branch", metavar="ID", help="the branch to fork from (default: the root)")
+    fork.add_argument("--at", required=True, metavar="MESSAGE_ID", help="the message the new branch continues from")
+    fork.add_argument("--name", help="branch name")
+    fork.add_argument("--model", default="scripted:analyst", metavar="SPEC")
+    fork.add_argument("message", nargs="?", help="send this on the new branch (runtime kind branch_send)")
+    fork.set_defaults(handler=lambda args: _run(_fork(args)))
+
+    multi = subparsers.add_parser("multi", help="several models answer the same message, side by side")
+    _scope_args(multi)
+    multi.add_argument("--model", action="append", required=True, metavar="SPEC", help="repeat for each model")
+    multi.add_argument("message")
+    multi.set_defaults(handler=lambda args: _run(_multi(args)))
+
+    subagents = subparsers.add_parser("subagents", help="delegate tasks to subagents, then resume the parent")
+    _scope_args(subagents)
+    subagents.add_argument("--parent-model", default="scripted:coordinator", metavar="SPEC")
+    subagents.add_argument("--task", action="append", required=True, metavar="SPEC=TASK",
+                           help="a child: model spec and its task, e.g. 'scripted:researcher=Analyse Q3 orders'")
+    subagents.add_argument("--child-timeout", type=float, default=600.0, metavar="SECONDS")
+    subagents.add_argument("message")
+    subagents.set_defaults(handler=lambda args: _run(_subagents(args)))
+
+    discuss = subparsers.add_parser("discuss", help="an autonomous discussion under a moderator")
+    _scope_args(discuss)
+    discuss.add_argument("--model", action="append", required=True, metavar="SPEC", help="repeat per panelist")
+    discuss.add_argument("--rounds", type=int, default=2)
+    discuss.add_argument("--directive", help="the moderator's directive, e.g. 'At most 3 sentences each.'")
+    discuss.add_argument("topic")
+    discuss.set_defaults(handler=lambda args: _run(_discuss(args)))
+
+    answer = subparsers.add_parser("answer", help="answer a deferred tool call (e.g. a file picker)")
+    answer.add_argument("tool_call_id")
+    answer.add_argument("answer", help="the answer, usually JSON such as '{\"path\": \"sales/2026-q3-orders.csv\"}'")
+    answer.set_defaults(handler=lambda args: _run(_answer(args)))
+
+    runs = subparsers.add_parser("runs", help="list model runs with workflow ids and context assemblies")
+    runs.add_argument("--conversation", metavar="ID")
+    runs.add_argument("--json", action="store_true", help="print one JSON list")
+    runs.set_defaults(handler=lambda args: _run(_runs(args)))
+
+    worker = subparsers.add_parser("worker", help="run a Temporal worker with every workflow and activity")
+    worker.set_defaults(handler=_worker)
+
+
+def _scope_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--conversation", metavar="ID", help="continue this conversation (default: a new one)")
+    parser.add_argument("--branch", metavar="ID", help="on this branch (default: the conversation's root)")
+
+
+def _run(work: Awaitable[int]) -> int:
+    try:
+        return asyncio.run(work)
+    except ClientError as error:
+        print(f"dossier: error: {error}", file=sys.stderr)
+        return 2
+
+
+def _progress(line: str) -> None:
+    print(f"… {line}", file=sys.stderr, flush=True)
+
+
+async def _with_client(work: Callable[[DossierClient], Awaitable[int]]) -> int:
+    async with DossierClient.connect(Settings()) as client:
+        return await work(client)
+
+
+def _print_turn(outcome: TurnOutcome) -> None:
+    print(outcome.answer if outcome.answer is not None else f"(no answer: {outcome.result.status if outcome.result else 'running'})")
+    print()
+    print(f"conversation  {outcome.conversation_id}")
+    print(f"branch        {outcome.branch_id}")
+    print(f"participant   {outcome.participant} ({outcome.participant_id})")
+    print(f"model runs    {' '.join(outcome.model_run_ids) or '-'}")
+    print(f"workflow      {outcome.workflow_id}")
+    if outcome.ui_url:
+        print(f"temporal ui   {outcome.ui_url}")
+
+
+async def _chat(args: argparse.Namespace) -> int:
+    async def work(client: DossierClient) -> int:
+        outcome = await client.chat(args.message, conversation_id=args.conversation, branch_id=args.branch,
+                                    model=args.model, wait=not args.no_wait, progress=_progress)
+        _print_turn(outcome)
+        return 0 if args.no_wait or (outcome.result and outcome.result.status == "answered") else 1
+    return await _with_client(work)
+
+
+async def _fork(args: argparse.Namespace) -> int:
+    async def work(client: DossierClient) -> int:
+        branch_id = await client.fork(args.conversation, args.at, branch_id=args.branch, name=args.name)
+        print(f"branch        {branch_id}")
+        if args.message:
+            outcome = await client.send_on_branch(args.message, conversation_id=args.conversation,
+                                                  branch_id=branch_id, model=args.model, progress=_progress)
+            _print_turn(outcome)
+        return 0
+    return await _with_client(work)
+
+
+async def _multi(args: argparse.Namespace) -> int:
+    async def work(client: DossierClient) -> int:
+        outcomes = await client.multi(args.message, args.model, conversation_id=args.conversation,
+                                      branch_id=args.branch, progress=_progress)
+        for outcome in outcomes:
+            print(f"=== {outcome.participant}")
+            _print_turn(outcome)
+            print()
+        return 0
+    return await _with_client(work)
+
+
+async def _subagents(args: argparse.Namespace) -> int:
+    children = []
+    for item in args.task:
+        spec, sep, task = item.partition("=")
+        if not sep or not task.strip():
+            raise ClientError(f"--task needs SPEC=TASK, got {item!r}")
+        children.append((spec.strip(), task.strip()))
+
+    async def work(client: DossierClient) -> int:
+        result, workflow_id, resume = await client.subagents(
+            args.message, children, parent_model=args.parent_model, conversation_id=args.conversation,
+            branch_id=args.branch, child_timeout_seconds=args.child_timeout, progress=_progress)
+        for child in result.children:
+            print(f"child {child.participant_id}: {child.status}, promoted {len(child.promoted_memory_ids)} "
+                  f"record(s); workflow {child.workflow_id}")
+        print(f"checkpoint    {result.checkpoint_id}")
+        print(f"batch         {workflow_id}  {client.ui_url(workflow_id) or ''}")
+        if resume is not None:
+            print("=== parent resume")
+            _print_turn(resume)
+        return 0
+    return await _with_client(work)
+
+
+async def _discuss(args: argparse.Namespace) -> int:
+    async def work(client: DossierClient) -> int:
+        turns, workflow_id = await client.discuss(args.topic, args.model, rounds=args.rounds,
+                                                  directive=args.directive, conversation_id=args.conversation,
+                                                  branch_id=args.branch, progress=_progress)
+        for turn in turns:
+            print(f"{turn.participant}: {turn.answer}")
+        print()
+        print(f"conversation  {turns[0].conversation_id if turns else '-'}")
+        print(f"workflow      {workflow_id}  {client.ui_url(workflow_id) or ''}")
+        return 0
+    return await _with_client(work)
+
+
+async def _answer(args: argparse.Namespace) -> int:
+    async def work(client: DossierClient) -> int:
+        workflow_id = await client.answer(args.tool_call_id, args.answer)
+        print(f"answered {args.tool_call_id}; resumed {workflow_id}")
+        return 0
+    return await _with_client(work)
+
+
+async def _runs(args: argparse.Namespace) -> int:
+    async def work(client: DossierClient) -> int:
+        rows = await client.runs(args.conversation)
+        if args.json:
+            print(json.dumps([row.to_json() for row in rows], indent=2))
+            return 0
+        print(f"{'model run':<36}  {'kind':<14} {'participant':<16} {'legacy':>6} {'dossier':>7}  workflow")
+        for row in rows:
+            print(f"{row.model_run_id:<36}  {row.runtime_kind:<14} {row.participant[:16]:<16} "
+                  f"{row.legacy_tokens if row.legacy_tokens is not None else '-':>6} "
+                  f"{row.assembled_tokens if row.assembled_tokens is not None else '-':>7}  {row.workflow_id}")
+        return 0
+    return await _with_client(work)
+
+
+def _worker(args: argparse.Namespace) -> int:
+    from worker import main
+
+    main()
+    return 0

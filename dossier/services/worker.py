@@ -1,0 +1,122 @@
+"""The embedded Dossier worker: `python -m worker` as a background service.
+
+It is started after Postgres, S3 and Temporal, with their addresses in its
+environment, so it connects to exactly the services this stack runs (and
+never takes the services lock itself). It counts as ready once its log says
+it is polling. A running worker keeps the code it started with: after
+changing the code, `dossier services down worker` and up again.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from dossier.services.models import Endpoints, ServiceStatus
+from dossier.services.process import ProcessHandle, is_alive, spawn, terminate, wait_healthy
+from dossier.settings import Settings
+
+NAME = "worker"
+START_TIMEOUT = 60.0
+READY_LINE = "worker polling"
+"""What worker.py logs once its Temporal worker polls the task queue."""
+
+
+class WorkerRecord(BaseModel):
+    """What `services.json` remembers about the embedded worker."""
+
+    pid: int | None = None
+    create_time: float | None = None
+    task_queue: str = "dossier"
+
+    @property
+    def handle(self) -> ProcessHandle | None:
+        """The process handle, if a process was recorded."""
+        if self.pid is None or self.create_time is None:
+            return None
+        return ProcessHandle(self.pid, self.create_time)
+
+    def is_running(self) -> bool:
+        """Tell whether the recorded process still runs."""
+        return self.handle is not None and is_alive(self.handle)
+
+
+def folder(settings: Settings) -> Path:
+    """The service folder (`$DOSSIER_HOME/worker`)."""
+    return settings.dossier_home / "worker"
+
+
+def worker_environment(settings: Settings, endpoints: Endpoints) -> dict[str, str]:
+    """The environment that points a worker process at exactly these services."""
+    env = dict(os.environ)
+    pairs = {
+        "DATABASE_URL": endpoints.database_url,
+        "S3_ENDPOINT": endpoints.s3_endpoint,
+        "S3_ACCESS_KEY": endpoints.s3_access_key,
+        "S3_SECRET_KEY": endpoints.s3_secret_key,
+        "S3_REGION": endpoints.s3_region,
+        "S3_SECURE": "true" if endpoints.s3_secure else "false",
+        "S3_BUCKET": endpoints.s3_bucket,
+        "TEMPORAL_ADDRESS": endpoints.temporal_address,
+        "TEMPORAL_NAMESPACE": endpoints.temporal_namespace,
+        "TEMPORAL_TASK_QUEUE": settings.temporal_task_queue,
+        "DOSSIER_HOME": str(settings.dossier_home),
+        "TIKTOKEN_ENCODING": settings.tiktoken_encoding,
+        "TIKTOKEN_CACHE_DIR": os.environ.get("TIKTOKEN_CACHE_DIR", str(settings.dossier_home / "tiktoken-cache")),
+    }
+    env.update({key: value for key, value in pairs.items() if value is not None})
+    return env
+
+
+def start(settings: Settings, record: dict[str, Any] | None, endpoints: Endpoints) -> WorkerRecord:
+    """Start the worker, or reuse the running one.
+
+    Args:
+        settings: Settings.
+        record: The previous record from the state file, if any.
+        endpoints: The services the worker must use (already running).
+
+    Returns:
+        The record of the running worker.
+    """
+    old = WorkerRecord.model_validate(record) if record else None
+    if old is not None and old.is_running():
+        return old
+    home = folder(settings)
+    home.mkdir(parents=True, exist_ok=True)
+    log_path = home / "worker.log"
+    offset = log_path.stat().st_size if log_path.exists() else 0
+    handle = spawn([sys.executable, "-m", "worker"], log_path, cwd=home, env=worker_environment(settings, endpoints))
+    new = WorkerRecord(pid=handle.pid, create_time=handle.create_time, task_queue=settings.temporal_task_queue)
+
+    def ready() -> bool:
+        with open(log_path, "rb") as log:
+            log.seek(offset)
+            return READY_LINE.encode() in log.read()
+
+    try:
+        wait_healthy(ready, what="worker", handle=handle, log_path=log_path, timeout=START_TIMEOUT)
+    except BaseException:
+        terminate(handle)
+        raise
+    return new
+
+
+def stop(settings: Settings, record: dict[str, Any] | None) -> bool:
+    """Stop the worker (SIGTERM lets it finish its current activity tasks, then SIGKILL)."""
+    old = WorkerRecord.model_validate(record) if record else None
+    if old is None or old.handle is None:
+        return False
+    return terminate(old.handle)
+
+
+def status(settings: Settings, record: dict[str, Any] | None) -> ServiceStatus:
+    """Report the worker row for `dossier services status`."""
+    old = WorkerRecord.model_validate(record) if record else None
+    if old is None or not old.is_running():
+        return ServiceStatus(NAME, "stopped", detail=str(folder(settings) / "worker.log"))
+    return ServiceStatus(NAME, "running", pid=old.pid, detail=f"task queue {old.task_queue}")

@@ -1,0 +1,367 @@
+"""Every runtime mode as Temporal workflows on a real dev server, with real Postgres and S3 underneath.
+
+The worker runs in-process (the fault test also runs one as a separate
+process and kills it); models are the offline scripted ones and the tools are
+the real registry tools over the bundled workspace.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from collections.abc import AsyncIterator
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from sqlalchemy import func, select
+from temporalio.api.enums.v1 import EventType
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Replayer
+
+from activities.deps import GraphDeps
+from contracts import Scope, TurnInput, TurnResult
+from dossier.client import DossierClient
+from dossier.services.models import Endpoints
+from dossier.services.worker import worker_environment
+from dossier.settings import Settings
+from policy.enums import ToolCallStatus
+from store import conversations, memories, messages
+from store import tools as tool_store
+from store.assemblies import get_context_assembly, list_context_assemblies
+from store.models import ToolArtifact, ToolCall
+from worker import build_worker
+from workflows import ALL_WORKFLOWS
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+async def dossier(temporal_env: WorkflowEnvironment, graph_deps: GraphDeps) -> AsyncIterator[DossierClient]:
+    """A client in a fresh account, with an in-process worker on a fresh task queue."""
+    task_queue = f"dossier-test-{uuid.uuid4().hex[:8]}"
+    async with graph_deps.sessions() as session, session.begin():
+        account_id = await conversations.create_account(session, name="workflow test")
+    worker = build_worker(temporal_env.client, graph_deps, task_queue=task_queue,
+                          workflow_failure_exception_types=[Exception])
+    client = DossierClient(deps=graph_deps, temporal=temporal_env.client,
+                           settings=Settings(temporal_task_queue=task_queue), account_id=account_id,
+                           poll_seconds=0.2)
+    async with worker:
+        yield client
+
+
+async def _artifact_counts(client: DossierClient, tool_call_ids: tuple[str, ...]) -> dict[str, int]:
+    async with client.deps.sessions() as session:
+        rows = await session.execute(
+            select(ToolArtifact.tool_call_id, func.count()).where(
+                ToolArtifact.account_id == client.account_id, ToolArtifact.tool_call_id.in_(tool_call_ids)
+            ).group_by(ToolArtifact.tool_call_id))
+    return {tool_call_id: count for tool_call_id, count in rows.all()}
+
+
+async def _assembly_text(client: DossierClient, model_run_id: str) -> str:
+    async with client.deps.sessions() as session:
+        run = await messages.get_model_run(session, client.account_id, model_run_id)
+        stored = await get_context_assembly(session, client.account_id, run.context_assembly_id, with_messages=True)
+    return "\n".join(message.get("content") or "" for message in stored.messages)
+
+
+async def _history_bytes(env: WorkflowEnvironment, workflow_id: str) -> tuple[int, bytes]:
+    history = await env.client.get_workflow_handle(workflow_id).fetch_history()
+    raw = history.to_json().encode()
+    return len(raw), raw
+
+
+# --------------------------------------------------------------------------- chat
+
+
+async def test_chat_turn_runs_a_multi_step_tool_loop_with_ids_only_history(
+    dossier: DossierClient, temporal_env: WorkflowEnvironment
+) -> None:
+    outcome = await dossier.chat("Which region drove Q3 2026 revenue? Write me a short report.")
+    result = outcome.result
+    assert result.status == "answered"
+    assert len(result.model_run_ids) >= 4 and len(result.tool_call_ids) >= 3
+    # Every tool call captured exactly once, and every model call has its persisted assembly.
+    counts = await _artifact_counts(dossier, result.tool_call_ids)
+    assert counts == {tool_call_id: 1 for tool_call_id in result.tool_call_ids}
+    async with dossier.deps.sessions() as session:
+        for run_id in result.model_run_ids:
+            run = await messages.get_model_run(session, dossier.account_id, run_id)
+            assert run.workflow_id == outcome.workflow_id and run.context_assembly_id
+    assert "[m:" in outcome.answer  # the answer cites the memories it used
+    # The history carries ids, not the CSV it read or the prompts it assembled.
+    size, raw = await _history_bytes(temporal_env, outcome.workflow_id)
+    assert b"order_id" not in raw and b"revenue_eur" not in raw and b"You are" not in raw
+    assert size < 200_000
+
+
+async def test_the_history_of_a_turn_does_not_grow_with_the_conversation(
+    dossier: DossierClient, temporal_env: WorkflowEnvironment
+) -> None:
+    first = await dossier.chat("Which region drove Q3 2026 revenue? Write me a short report.")
+    sizes = []
+    for _ in range(3):
+        later = await dossier.chat("Which region drove Q3 2026 revenue? Write me a short report.",
+                                   conversation_id=first.conversation_id)
+        sizes.append((await _history_bytes(temporal_env, later.workflow_id))[0])
+    assert max(sizes) - min(sizes) < 0.2 * min(sizes)
+
+
+async def test_a_long_tool_loop_continues_as_new_from_a_checkpoint(
+    dossier: DossierClient, temporal_env: WorkflowEnvironment
+) -> None:
+    scope_conversation, branch = await dossier.new_conversation("continue as new")
+    scope = Scope(account_id=dossier.account_id, conversation_id=scope_conversation, branch_id=branch)
+    participant = await dossier.participant(scope, "scripted:analyst")
+    await dossier.say(scope, "Which region drove Q3 2026 revenue? Write me a short report.")
+    handle = await temporal_env.client.start_workflow(
+        "AgentTurn", TurnInput(scope=scope, participant_id=participant, rounds_per_run=2),
+        id=f"turn-can-{uuid.uuid4().hex[:8]}", task_queue=dossier.settings.temporal_task_queue,
+        result_type=TurnResult)
+    result = await handle.result()
+    assert result.status == "answered" and len(result.model_run_ids) >= 4
+    # The first run ended by continuing as new; the handle followed the chain to the answer.
+    first_run = temporal_env.client.get_workflow_handle(handle.id, run_id=handle.first_execution_run_id)
+    first_history = await first_run.fetch_history()
+    assert first_history.events[-1].event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW
+    async with dossier.deps.sessions() as session:
+        saved = await list_context_assemblies(session, dossier.account_id, conversation_id=scope_conversation)
+    restores = [d for a in saved for d in a.decisions if d.kind == "restore"]
+    assert restores and all(d.subject_ref.startswith("checkpoint:") for d in restores)
+
+
+# --------------------------------------------------------------------------- retries and failures
+
+
+async def test_a_tool_that_fails_twice_then_succeeds_leaves_its_retry_history(dossier: DossierClient) -> None:
+    outcome = await dossier.chat("Run the flaky check; it fails 2 times first.", model="scripted:flaky")
+    assert outcome.result.status == "answered"
+    (tool_call_id,) = outcome.result.tool_call_ids
+    async with dossier.deps.sessions() as session:
+        call = await tool_store.get_tool_call(session, dossier.account_id, tool_call_id)
+        history = await tool_store.get_tool_call_history(session, dossier.account_id, tool_call_id)
+        artifact = await tool_store.get_artifact_for_tool_call(session, dossier.account_id, tool_call_id)
+    assert call.status is ToolCallStatus.SUCCEEDED and call.attempts == 3
+    failed = [entry for entry in history if entry.get("status") == "retrying"]
+    assert [entry.get("attempt") for entry in failed] == [1, 2]
+    assert all("transient failure" in (entry.get("error") or "") for entry in failed)
+    assert artifact.status is ToolCallStatus.SUCCEEDED
+
+
+async def test_when_every_attempt_fails_the_error_becomes_protected_recovery_state(dossier: DossierClient) -> None:
+    outcome = await dossier.chat("Run the flaky check; it fails 9 times first.", model="scripted:flaky")
+    assert outcome.result.status == "answered"
+    (tool_call_id,) = outcome.result.tool_call_ids
+    async with dossier.deps.sessions() as session:
+        call = await tool_store.get_tool_call(session, dossier.account_id, tool_call_id)
+        artifact = await tool_store.get_artifact_for_tool_call(session, dossier.account_id, tool_call_id)
+    assert call.status is ToolCallStatus.FAILED and artifact.status is ToolCallStatus.FAILED
+    # The model call after the failure saw it as an open, failed, retry-critical call.
+    seen = await _assembly_text(dossier, outcome.result.model_run_ids[-1])
+    assert "FAILED after" in seen and "retry-critical" in seen and "transient failure" in seen
+
+
+# --------------------------------------------------------------------------- deferred tools
+
+
+async def test_a_deferred_tool_waits_durably_and_stays_visible_while_pending(dossier: DossierClient) -> None:
+    pending = await dossier.chat("I want to review one of the sales files; let me pick it.",
+                                 model="scripted:picker", wait=False)
+    (tool_call_id,) = await dossier.wait_until_waiting(pending.workflow_id)
+    # Meanwhile the user asks where things stand: the open picker is protected recovery context.
+    status = await dossier.chat("Where are we on this, what's still pending?",
+                                conversation_id=pending.conversation_id, model="scripted:picker")
+    seen = await _assembly_text(dossier, status.result.model_run_ids[-1])
+    assert "DEFERRED" in seen and "user.pick_file" in seen
+    await dossier.answer(tool_call_id, json.dumps({"path": "sales/2026-q2-orders.csv"}))
+    done = await dossier.wait_turn(pending)
+    assert done.result.status == "answered"
+    assert "sales/2026-q2-orders.csv" in (await _assembly_text(dossier, done.result.model_run_ids[-1]))
+
+
+# --------------------------------------------------------------------------- multi-model, branch send
+
+
+async def test_multi_model_turn_keeps_each_models_tool_state_private(dossier: DossierClient) -> None:
+    outcomes = await dossier.multi("Summarise Q3 2026 revenue by region.", ["scripted:analyst", "scripted:analyst"])
+    assert [o.result.status for o in outcomes] == ["answered", "answered"]
+    first, second = outcomes
+    async with dossier.deps.sessions() as session:
+        first_calls = [await tool_store.get_tool_call(session, dossier.account_id, t) for t in first.result.tool_call_ids]
+    assert all(call.visibility.value == "participant_private" for call in first_calls)
+    # The second model never sees the first one's tool results (and vice versa).
+    for call in first_calls:
+        for run_id in second.result.model_run_ids:
+            assert call.call_id.split(":")[0] not in await _assembly_text(dossier, run_id)
+    runs = await dossier.runs(first.conversation_id)
+    assert {row.runtime_kind for row in runs} == {"multi_model"}
+
+
+async def test_branch_send_runs_on_the_fork_without_sibling_state(dossier: DossierClient) -> None:
+    first = await dossier.chat("Which region drove Q3 2026 revenue? Write me a short report.")
+    opening = await dossier.first_user_message(first.conversation_id, first.branch_id)
+    branch = await dossier.fork(first.conversation_id, opening, branch_id=first.branch_id)
+    sent = await dossier.send_on_branch("Same analysis for Q2 2026 instead, please.",
+                                        conversation_id=first.conversation_id, branch_id=branch)
+    assert sent.result.status == "answered"
+    seen = await _assembly_text(dossier, sent.result.model_run_ids[0])
+    assert "Which region drove Q3 2026 revenue?" in seen  # the fork point's lineage
+    assert "q3" not in seen.split("Tool results")[-1].lower() or "Tool results" not in seen
+    runs = [r for r in await dossier.runs(first.conversation_id) if r.branch_id == branch]
+    assert runs and {r.runtime_kind for r in runs} == {"branch_send"}
+
+
+# --------------------------------------------------------------------------- subagents
+
+
+async def test_subagent_raw_payloads_stay_out_of_the_parent_while_reports_and_files_arrive(
+    dossier: DossierClient,
+) -> None:
+    batch, workflow_id, resume = await dossier.subagents(
+        "Audit both quarters before the board meeting.",
+        [("scripted:researcher", "Analyse sales/2026-q3-orders.csv by region."),
+         ("scripted:researcher", "Analyse sales/2026-q2-orders.csv by region.")])
+    assert [c.status for c in batch.children] == ["succeeded", "succeeded"]
+    assert all(c.promoted_memory_ids for c in batch.children)
+    assert resume is not None and resume.result.status == "answered"
+    parent_view = await _assembly_text(dossier, resume.result.model_run_ids[0])
+    assert "report:" in parent_view and "generated file" in parent_view
+    # The children's raw CSV rows never reach the parent.
+    raw_q3 = (ROOT / "dossier/tools/workspace/sales/2026-q3-orders.csv").read_text().splitlines()
+    assert not any(line in parent_view for line in raw_q3[1:6])
+    # The restore from the batch checkpoint is logged as a policy decision.
+    async with dossier.deps.sessions() as session:
+        run = await messages.get_model_run(session, dossier.account_id, resume.result.model_run_ids[0])
+        stored = await get_context_assembly(session, dossier.account_id, run.context_assembly_id)
+        checkpoint = await memories.get_checkpoint(session, dossier.account_id, batch.checkpoint_id)
+    assert any(d.kind == "restore" and d.subject_ref == f"checkpoint:{batch.checkpoint_id}" for d in stored.decisions)
+    assert set(checkpoint.references) == {m for c in batch.children for m in c.promoted_memory_ids}
+
+
+async def test_a_child_that_times_out_is_promoted_as_a_compact_failure(dossier: DossierClient) -> None:
+    batch, _, resume = await dossier.subagents(
+        "Check the slow source.", [("scripted:sleeper", "Sleep for 30 seconds.")], child_timeout_seconds=2)
+    (child,) = batch.children
+    assert child.status == "timed_out" and child.promoted_memory_ids
+    assert "timed out" in await _assembly_text(dossier, resume.result.model_run_ids[0])
+
+
+# --------------------------------------------------------------------------- discussion
+
+
+async def test_discussion_keeps_speaker_labels_directives_and_private_tools(dossier: DossierClient) -> None:
+    turns, _ = await dossier.discuss("Should we shift Q4 marketing budget toward the strongest Q3 region?",
+                                     ["scripted:panelist", "scripted:panelist"], rounds=2,
+                                     directive="Each speaker: at most 2 sentences, cite a source id.")
+    assert len(turns) == 4 and all(t.result.status == "answered" for t in turns)
+    second_speaker_view = await _assembly_text(dossier, turns[1].result.model_run_ids[0])
+    assert "Moderator directive: Each speaker: at most 2 sentences" in second_speaker_view
+    assert f"{turns[0].participant}:" in second_speaker_view  # the other panelist, labelled
+    first_tools = set(turns[0].result.tool_call_ids)
+    async with dossier.deps.sessions() as session:
+        for tool_call_id in first_tools:
+            call = await tool_store.get_tool_call(session, dossier.account_id, tool_call_id)
+            assert call.visibility.value == "participant_private"
+            assert call.call_id.split(":")[0] not in second_speaker_view
+
+
+# --------------------------------------------------------------------------- schedules
+
+
+async def test_a_schedule_fires_twice_and_each_run_is_a_turn_in_the_graph(dossier: DossierClient) -> None:
+    schedule_id = f"test-digest-{uuid.uuid4().hex[:8]}"
+    conversation, _ = await dossier.new_conversation("scheduled digest")
+    await dossier.create_schedule(schedule_id, "Digest of open support tickets by priority.",
+                                  every=timedelta(seconds=2), conversation_id=conversation)
+    try:
+        first = await dossier.wait_schedule_run(schedule_id, after=0, timeout=60)
+        second = await dossier.wait_schedule_run(schedule_id, after=1, timeout=60)
+        listed = {row["schedule_id"] for row in await dossier.list_schedules()}
+        assert schedule_id in listed
+        await dossier.pause_schedule(schedule_id)
+    finally:
+        await dossier.delete_schedule(schedule_id)
+    assert first.workflow_id != second.workflow_id
+    assert first.result.status == second.result.status == "answered"
+    runs = await dossier.runs(conversation)
+    kinds = {row.runtime_kind for row in runs}
+    assert kinds == {"scheduled_job"}
+    transcript = await dossier.transcript(conversation, first.branch_id)
+    assert sum(1 for _, text in transcript if text.startswith("Scheduled run")) >= 2
+
+
+# --------------------------------------------------------------------------- crash recovery
+
+
+async def test_killing_the_worker_mid_tool_loses_and_duplicates_nothing(
+    temporal_env: WorkflowEnvironment, graph_deps: GraphDeps, endpoints: Endpoints, s3_bucket: str,
+    database_url: str,
+) -> None:
+    task_queue = f"dossier-crash-{uuid.uuid4().hex[:8]}"
+    async with graph_deps.sessions() as session, session.begin():
+        account_id = await conversations.create_account(session, name="crash test")
+    client = DossierClient(deps=graph_deps, temporal=temporal_env.client,
+                           settings=Settings(temporal_task_queue=task_queue), account_id=account_id)
+    settings = Settings(temporal_task_queue=task_queue, s3_bucket=s3_bucket)
+    target = temporal_env.client.service_client.config.target_host
+    env = worker_environment(settings, Endpoints(**{
+        **endpoints.__dict__, "database_url": database_url, "s3_bucket": s3_bucket,
+        "temporal_address": target, "temporal_namespace": "default"}))
+
+    def spawn_worker() -> subprocess.Popen[bytes]:
+        return subprocess.Popen([sys.executable, "-m", "worker"], cwd=ROOT, env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+
+    first = spawn_worker()
+    try:
+        pending = await client.chat("Sleep for 6 seconds, then tell me.", model="scripted:sleeper", wait=False)
+        # Wait until the sleep tool is running on the first worker, then kill it hard.
+        for _ in range(300):
+            async with graph_deps.sessions() as session:
+                running = await session.scalar(select(func.count()).select_from(ToolCall).where(
+                    ToolCall.account_id == account_id, ToolCall.name == "diag.sleep"))
+            if running:
+                break
+            await asyncio.sleep(0.1)
+        await asyncio.sleep(1.5)
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait(timeout=10)
+        second = spawn_worker()
+        try:
+            done = await asyncio.wait_for(client.wait_turn(pending), timeout=120)
+        finally:
+            second.send_signal(signal.SIGTERM)
+            second.wait(timeout=30)
+    finally:
+        if first.poll() is None:
+            os.killpg(first.pid, signal.SIGKILL)
+    assert done.result.status == "answered"
+    counts = await _artifact_counts(client, done.result.tool_call_ids)
+    assert counts == {tool_call_id: 1 for tool_call_id in done.result.tool_call_ids}
+    async with graph_deps.sessions() as session:
+        calls = [await tool_store.get_tool_call(session, account_id, t) for t in done.result.tool_call_ids]
+    assert all(call.status is ToolCallStatus.SUCCEEDED for call in calls)
+
+
+# --------------------------------------------------------------------------- determinism
+
+
+async def test_recorded_histories_replay_deterministically(
+    dossier: DossierClient, temporal_env: WorkflowEnvironment
+) -> None:
+    """Workflow code changes that would break running workflows fail here first."""
+    outcome = await dossier.chat("Which region drove Q3 2026 revenue? Write me a short report.")
+    batch, batch_id, _ = await dossier.subagents(
+        "Audit Q3.", [("scripted:researcher", "Analyse sales/2026-q3-orders.csv by region.")])
+    replayer = Replayer(workflows=ALL_WORKFLOWS, data_converter=pydantic_data_converter)
+    for workflow_id in (outcome.workflow_id, batch_id, f"{batch_id}/resume", batch.children[0].workflow_id):
+        history = await temporal_env.client.get_workflow_handle(workflow_id).fetch_history()
+        await replayer.replay_workflow(history)

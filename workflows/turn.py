@@ -1,0 +1,144 @@
+"""The agent turn: assemble, call the model, run its tools, until it answers.
+
+Orchestration only. Every step is an activity named in :mod:`activities.turns`
+and every argument is an id (see :mod:`contracts`): the workflow never holds
+the transcript, a prompt or a tool payload, so its history stays small
+however long the conversation is. Ids the steps write under (model run,
+assembly) come from ``workflow.uuid4()``, which makes each activity's write
+idempotent across retries and replays.
+
+A deferred tool (a document picker) parks the turn on a durable wait until
+``answer_tool`` signals that the human's answer was captured; ``status``
+shows what it waits for. After ``rounds_per_run`` model calls the turn writes
+a tool-loop checkpoint and continues as new, carrying only ids.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError
+
+with workflow.unsafe.imports_passed_through():
+    from contracts import (
+        AssembleInput,
+        AssembleResult,
+        CallModelInput,
+        CheckpointInput,
+        ModelRunInput,
+        ModelStepResult,
+        ToolAnswer,
+        ToolCallRef,
+        ToolPlan,
+        ToolStepResult,
+        TurnInput,
+        TurnResult,
+        TurnStatus,
+    )
+
+STEP_TIMEOUT = timedelta(seconds=60)
+"""Start-to-close of graph steps (assemble, model call, checkpoint)."""
+STEP_RETRY = RetryPolicy(initial_interval=timedelta(milliseconds=200), maximum_attempts=5)
+"""Graph steps are idempotent: retry transient store errors a few times."""
+
+
+@workflow.defn(name="AgentTurn")
+class AgentTurnWorkflow:
+    """One turn of one participant (chat, branch send, multi-model member, child, resume, job)."""
+
+    def __init__(self) -> None:
+        self._round = 0
+        self._waiting: set[str] = set()
+        self._answered: set[str] = set()
+        self._runs: list[str] = []
+
+    @workflow.signal(name="answer_tool")
+    def answer_tool(self, answer: ToolAnswer) -> None:
+        """The human's answer to a deferred tool call was captured; resume."""
+        self._answered.add(answer.tool_call_id)
+
+    @workflow.query(name="status")
+    def status(self) -> TurnStatus:
+        """Where the turn is: model calls so far and deferred calls it waits on."""
+        return TurnStatus(round=self._round, waiting_for_tool_call_ids=tuple(sorted(self._waiting)),
+                          model_run_ids=tuple(self._runs))
+
+    @workflow.run
+    async def run(self, turn: TurnInput) -> TurnResult:
+        self._round = turn.round
+        self._runs = list(turn.model_run_ids)
+        tool_call_ids: list[str] = []
+        checkpoint_id = turn.checkpoint_id
+        started = turn.round
+        while self._round < turn.max_rounds:
+            if self._round - started >= turn.rounds_per_run:
+                checkpoint = await workflow.execute_activity(
+                    "write_checkpoint",
+                    CheckpointInput(scope=turn.scope, participant_id=turn.participant_id, kind="tool_loop",
+                                    model_run_ids=tuple(self._runs), next_step="continue the tool loop"),
+                    start_to_close_timeout=STEP_TIMEOUT, retry_policy=STEP_RETRY, result_type=str,
+                )
+                workflow.continue_as_new(turn.model_copy(update={
+                    "round": self._round, "model_run_ids": tuple(self._runs), "checkpoint_id": checkpoint,
+                }))
+            step = await self._model_step(turn, checkpoint_id)
+            checkpoint_id = None  # the restore is logged once, on the first call after it
+            if step.answered:
+                return TurnResult(status="answered", message_id=step.message_id, model_run_ids=tuple(self._runs),
+                                  tool_call_ids=tuple(tool_call_ids), participant_id=turn.participant_id)
+            for plan in step.tools:
+                tool_call_ids.append(plan.tool_call_id)
+                await self._run_tool(turn, plan)
+        return TurnResult(status="max_rounds", model_run_ids=tuple(self._runs), tool_call_ids=tuple(tool_call_ids),
+                          participant_id=turn.participant_id)
+
+    async def _model_step(self, turn: TurnInput, checkpoint_id: str | None) -> ModelStepResult:
+        run_id = str(workflow.uuid4())
+        self._runs.append(run_id)
+        self._round += 1
+        await workflow.execute_activity(
+            "start_model_run",
+            ModelRunInput(scope=turn.scope, participant_id=turn.participant_id, model_run_id=run_id,
+                          runtime_kind=turn.runtime_kind, parent_model_run_id=turn.parent_model_run_id),
+            start_to_close_timeout=STEP_TIMEOUT, retry_policy=STEP_RETRY, result_type=str,
+        )
+        assembly: AssembleResult = await workflow.execute_activity(
+            "assemble_context",
+            AssembleInput(scope=turn.scope, participant_id=turn.participant_id, model_run_id=run_id,
+                          assembly_id=str(workflow.uuid4()), runtime_kind=turn.runtime_kind, now=workflow.now(),
+                          token_budget=turn.token_budget, checkpoint_id=checkpoint_id),
+            start_to_close_timeout=STEP_TIMEOUT, retry_policy=STEP_RETRY, result_type=AssembleResult,
+        )
+        return await workflow.execute_activity(
+            "call_model",
+            CallModelInput(scope=turn.scope, participant_id=turn.participant_id, model_run_id=run_id,
+                           assembly_id=assembly.assembly_id, runtime_kind=turn.runtime_kind),
+            start_to_close_timeout=STEP_TIMEOUT, retry_policy=STEP_RETRY, result_type=ModelStepResult,
+        )
+
+    async def _run_tool(self, turn: TurnInput, plan: ToolPlan) -> ToolStepResult | None:
+        ref = ToolCallRef(account_id=turn.scope.account_id, tool_call_id=plan.tool_call_id)
+        if plan.deferred:
+            # Durable wait: days are fine, the worker holds nothing while it waits.
+            self._waiting.add(plan.tool_call_id)
+            await workflow.wait_condition(lambda: plan.tool_call_id in self._answered)
+            self._waiting.discard(plan.tool_call_id)
+            return None
+        try:
+            return await workflow.execute_activity(
+                "execute_tool", ref,
+                start_to_close_timeout=timedelta(seconds=plan.timeout_seconds),
+                heartbeat_timeout=timedelta(seconds=plan.heartbeat_seconds) if plan.heartbeat_seconds else None,
+                retry_policy=RetryPolicy(initial_interval=timedelta(milliseconds=500), backoff_coefficient=2.0,
+                                         maximum_attempts=plan.max_attempts),
+                result_type=ToolStepResult,
+            )
+        except ActivityError:
+            # Every attempt failed: the last error becomes the call's failed result, which the
+            # policy keeps in view as recovery state instead of letting the turn crash.
+            return await workflow.execute_activity(
+                "finalize_tool_failure", ref,
+                start_to_close_timeout=STEP_TIMEOUT, retry_policy=STEP_RETRY, result_type=ToolStepResult,
+            )
