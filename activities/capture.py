@@ -172,6 +172,7 @@ async def capture_tool_result(
     active_skills: Sequence[str] = (),
     tool_version: str | None = None,
     runtime_meta: Mapping[str, Any] | None = None,
+    retry_critical: bool | None = None,
 ) -> ArtifactRecord:
     """Capture a tool's raw result once, and settle the call's status.
 
@@ -187,6 +188,8 @@ async def capture_tool_result(
         active_skills: skills active when the tool ran.
         tool_version: version of the tool implementation.
         runtime_meta: free-form runtime details.
+        retry_critical: mark the call retry-critical (a failure the model must
+            see verbatim until it is resolved); ``None`` keeps the call's flag.
 
     Returns:
         The artifact. A repeated capture of the same call returns the first
@@ -236,6 +239,7 @@ async def capture_tool_result(
             status=outcome.status,
             attempt=outcome.attempts,
             error=error,
+            retry_critical=retry_critical,
             at=captured_at,
         )
         return artifact

@@ -292,10 +292,13 @@ class TurnActivities:
         return await self._capture_failure(request.account_id, call.id, error, max(call.attempts, 1))
 
     async def _capture_failure(self, account: str, tool_call_id: str, error: str, attempts: int) -> ToolStepResult:
+        # A call that failed for good stays retry-critical: the model sees its error verbatim until it
+        # is resolved, instead of a summary that hides what to fix.
         artifact = await capture_tool_result(
             self.deps, account, tool_call_id,
             ToolOutcome(status=ToolCallStatus.FAILED, result=error.encode(), content_type="text/plain",
                         attempts=attempts),
+            retry_critical=True,
         )
         memory = await derive_tool_memory(self.deps, account, artifact.id)
         return ToolStepResult(tool_call_id=tool_call_id, status="failed", artifact_id=artifact.id,

@@ -50,7 +50,7 @@ from contracts import (
     TurnResult,
     TurnStatus,
 )
-from dossier.providers.base import parse_model_spec
+from dossier.providers.base import ProviderError, parse_model_spec, provider_for
 from dossier.runtime import open_graph, temporal_client
 from dossier.services import ensure_services
 from dossier.settings import Settings
@@ -170,12 +170,17 @@ class DossierClient:
 
     async def participant(self, scope: Scope, spec: str, *, name: str | None = None, role: str = "assistant",
                           parent_participant_id: str | None = None, system_prompt: str = "") -> str:
-        """The conversation's participant for a model spec and name, created on first use."""
+        """The conversation's participant for a model spec and name, created on first use.
+
+        Raises:
+            ClientError: a spec no provider serves (checked here, before any workflow starts).
+        """
         try:
             provider, model = parse_model_spec(spec)
-        except Exception as error:
+            provider_for(spec)
+        except ProviderError as error:
             raise ClientError(str(error)) from error
-        name = name or model.replace("-", " ").title()
+        name = name or default_name(spec)
         async with self.deps.sessions() as session, session.begin():
             for existing in await conversations.list_participants(session, self.account_id, scope.conversation_id):
                 if (existing.provider, existing.model, existing.name) == (provider, model, name):
@@ -212,6 +217,7 @@ class DossierClient:
                    model: str = "scripted:analyst", name: str | None = None, wait: bool = True,
                    runtime_kind: RuntimeKind = RuntimeKind.CHAT, progress: Progress | None = None) -> TurnOutcome:
         """Say ``text`` and run one agent turn on it."""
+        _check_models(model)
         scope = await self._scope(conversation_id, branch_id, text)
         participant_id = await self.participant(scope, model, name=name)
         message_id = await self.say(scope, text)
@@ -220,8 +226,8 @@ class DossierClient:
             "AgentTurn", TurnInput(scope=scope, participant_id=participant_id, runtime_kind=runtime_kind),
             id=workflow_id, task_queue=self.settings.temporal_task_queue, result_type=TurnResult,
         )
-        outcome = TurnOutcome(scope.conversation_id, scope.branch_id, participant_id, name or model, workflow_id,
-                              self.ui_url(workflow_id))
+        outcome = TurnOutcome(scope.conversation_id, scope.branch_id, participant_id, name or default_name(model),
+                              workflow_id, self.ui_url(workflow_id))
         if not wait:
             return outcome
         result = await self._wait(handle, progress)
@@ -249,6 +255,7 @@ class DossierClient:
     async def multi(self, text: str, models: Sequence[str], *, conversation_id: str | None = None,
                     branch_id: str | None = None, progress: Progress | None = None) -> list[TurnOutcome]:
         """Several models answer the same message, each with its own tool state."""
+        _check_models(*models)
         scope = await self._scope(conversation_id, branch_id, text)
         names = _unique_names(models)
         participants = [await self.participant(scope, spec, name=name) for spec, name in zip(models, names)]
@@ -274,6 +281,7 @@ class DossierClient:
         Returns:
             (batch result, workflow id, the parent's resumed turn).
         """
+        _check_models(parent_model, *(spec for spec, _ in children))
         scope = await self._scope(conversation_id, branch_id, text)
         parent = await self.participant(scope, parent_model)
         message_id = await self.say(scope, text)
@@ -293,7 +301,8 @@ class DossierClient:
         result = await self._wait(handle, progress)
         resume = None
         if result.resume is not None:
-            resume = TurnOutcome(scope.conversation_id, scope.branch_id, parent, parent_model, f"{workflow_id}/resume",
+            resume = TurnOutcome(scope.conversation_id, scope.branch_id, parent, default_name(parent_model),
+                                 f"{workflow_id}/resume",
                                  self.ui_url(f"{workflow_id}/resume"), result.resume,
                                  await self.message_text(result.resume.message_id))
         return result, workflow_id, resume
@@ -302,6 +311,7 @@ class DossierClient:
                       conversation_id: str | None = None, branch_id: str | None = None,
                       progress: Progress | None = None) -> tuple[list[TurnOutcome], str]:
         """Participants take turns on ``topic`` under a moderator directive."""
+        _check_models(*models)
         scope = await self._scope(conversation_id, branch_id, topic)
         names = _unique_names(models)
         participants = [await self.participant(scope, spec, name=name) for spec, name in zip(models, names)]
@@ -391,8 +401,12 @@ class DossierClient:
             try:
                 status = await handle.query("status", result_type=TurnStatus)
                 line = f"{handle.id}: {status.round} model call(s)"
-                if status.waiting_for_tool_call_ids:
-                    line += f", waiting for an answer to {', '.join(status.waiting_for_tool_call_ids)}"
+                for tool_call_id in status.waiting_for_tool_call_ids:
+                    # The query carries ids only; what the call waits for is in the graph.
+                    async with self.deps.sessions() as session:
+                        call = await tool_store.get_tool_call(session, self.account_id, tool_call_id)
+                    line += (f"; tool call {tool_call_id} ({call.name}) waits for {call.waiting_for}"
+                             f" (dossier answer {tool_call_id} ANSWER)")
             except RPCError:
                 line = f"{handle.id}: running"
             except Exception:  # a parent workflow has no status query
@@ -513,11 +527,25 @@ class DossierClient:
         return lines
 
 
+def _check_models(*specs: str) -> None:
+    """Refuse a model spec no provider serves before anything is written."""
+    for spec in specs:
+        try:
+            provider_for(spec)
+        except ProviderError as error:
+            raise ClientError(str(error)) from error
+
+
+def default_name(spec: str) -> str:
+    """A participant's display name from its model spec: ``scripted:analyst`` -> ``Analyst``."""
+    return spec.split(":", 1)[-1].replace("-", " ").replace("_", " ").title()
+
+
 def _unique_names(models: Sequence[str]) -> list[str]:
     """Display names for model specs, numbered when a spec repeats."""
     names: list[str] = []
     for spec in models:
-        base = spec.split(":", 1)[-1].replace("-", " ").title()
+        base = default_name(spec)
         name = base
         count = 2
         while name in names:
@@ -539,4 +567,4 @@ async def _local_account(deps: GraphDeps, settings: Settings) -> str:
     return account_id
 
 
-__all__ = ["ClientError", "DossierClient", "RunRow", "TurnOutcome"]
+__all__ = ["ClientError", "DossierClient", "RunRow", "TurnOutcome", "default_name"]

@@ -15,6 +15,9 @@ import json
 import sys
 from collections.abc import Awaitable, Callable
 
+from temporalio.client import WorkflowFailureError
+from temporalio.service import RPCError
+
 from dossier.client import ClientError, DossierClient, TurnOutcome
 from dossier.settings import Settings
 
@@ -87,6 +90,19 @@ def _run(work: Awaitable[int]) -> int:
     except ClientError as error:
         print(f"dossier: error: {error}", file=sys.stderr)
         return 2
+    except RPCError as error:  # e.g. an unknown schedule id, a workflow id already in use
+        print(f"dossier: error: temporal: {error.message}", file=sys.stderr)
+        return 2
+    except WorkflowFailureError as error:
+        print(f"dossier: error: the workflow failed: {_root_cause(error)}", file=sys.stderr)
+        return 1
+
+
+def _root_cause(error: BaseException) -> str:
+    """The innermost cause's message: what actually went wrong, without the wrapping layers."""
+    while error.__cause__ is not None:
+        error = error.__cause__
+    return str(error)
 
 
 def _progress(line: str) -> None:

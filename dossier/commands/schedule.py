@@ -47,6 +47,8 @@ async def _list(client: DossierClient, args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
+    if not rows:
+        print("no schedules")
     for row in rows:
         state = "paused" if row["paused"] else "active"
         print(f"{row['schedule_id']:<24} {state:<7} recent {len(row['recent_runs'])}  next {', '.join(row['next_runs'])}")
