@@ -1,6 +1,6 @@
 # Dossier developer entry points. Every target is safe to run again.
 #
-#   make venv           .venv with the project and its test extras (re-installs only when pyproject.toml changes)
+#   make venv           .venv with the project and its test and bench extras (re-installs only when pyproject.toml changes)
 #   make test           the whole test suite; it starts the embedded services it needs
 #   make run            start the embedded stack (Postgres, S3, Temporal, worker) and run the demo agent session
 #   make bench          the scenario benchmark table (legacy replay vs assembled tokens)
@@ -25,7 +25,7 @@ $(VENV)/bin/python:
 
 # The stamp is newer than pyproject.toml once the install succeeded; a failed install leaves no stamp.
 $(STAMP): pyproject.toml | $(VENV)/bin/python
-	$(VENV)/bin/python -m pip install --quiet -e '.[test]'
+	$(VENV)/bin/python -m pip install --quiet -e '.[test,bench]'
 	touch $@
 
 test: venv
