@@ -3,7 +3,7 @@
 #   make venv           .venv with the project and its test and bench extras (re-installs only when pyproject.toml changes)
 #   make test           the whole test suite; it starts the embedded services it needs
 #   make run            start the embedded stack (Postgres, S3, Temporal, worker) and run the demo agent session
-#   make bench          the scenario benchmark table (legacy replay vs assembled tokens)
+#   make bench          every benchmark part into bench-results/ (tables, JSON, plots; takes a while)
 #   make services-down  stop the embedded services
 
 PYTHON ?= python3
@@ -37,7 +37,7 @@ run: venv
 
 bench: venv
 	$(VENV)/bin/dossier services up postgres s3
-	$(VENV)/bin/dossier bench scenarios
+	$(VENV)/bin/dossier bench all --out bench-results
 
 # Without a venv nothing can have been started from this checkout.
 services-down:

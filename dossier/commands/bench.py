@@ -14,8 +14,11 @@ import asyncio
 import json
 import statistics
 import sys
+from pathlib import Path
 from dataclasses import dataclass
 
+from dossier.bench.suite import DEFAULT_OUT, PARTS, run_suite
+from dossier.commands.bench_traces import register_traces
 from dossier.runtime import open_graph
 from dossier.scenarios import all_scenarios
 from dossier.scenarios.runner import ScenarioOutcome, run_scenario
@@ -36,6 +39,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     output.add_argument("--markdown", action="store_true", help="print the table as Markdown rows")
     scenarios.add_argument("names", nargs="*", metavar="NAME", help="only these scenarios (default: all)")
     scenarios.set_defaults(handler=_scenarios)
+
+    register_traces(actions)
+
+    suite = actions.add_parser(
+        "all",
+        help="every benchmark part: tables, JSON and PNG plots into a results folder",
+        description="Parts: traces (real trajectories vs the peers' own code), scenarios (seed scenarios through "
+                    "every strategy), growth (assembly cost up to 100k artifacts), orchestration (Temporal "
+                    "overhead and workflow history). Writes <part>.md/.json/.png and an index README.md.",
+    )
+    suite.add_argument("--out", default=str(DEFAULT_OUT), metavar="DIR", help=f"results folder (default {DEFAULT_OUT})")
+    suite.add_argument("--parts", default=",".join(PARTS), metavar="LIST",
+                       help=f"comma-separated subset of {','.join(PARTS)}")
+    suite.add_argument("--traces", metavar="PATH", help="trajectory file for the traces part")
+    suite.add_argument("--quick", action="store_true", help="tiny inputs: checks the benchmark runs, not results")
+    suite.set_defaults(handler=_suite)
 
 
 @dataclass(frozen=True)
@@ -177,6 +196,20 @@ def format_markdown(rows: list[Row]) -> str:
         lines.append(f"Median {statistics.median(reductions):.1%}, min {min(reductions):.1%}, "
                      f"max {max(reductions):.1%}.")
     return "\n".join(lines)
+
+
+def _suite(args: argparse.Namespace) -> int:
+    parts = [part.strip() for part in args.parts.split(",") if part.strip()]
+    unknown = [part for part in parts if part not in PARTS]
+    if unknown:
+        print(f"dossier: error: unknown part(s) {unknown}; known: {', '.join(PARTS)}", file=sys.stderr)
+        return 2
+    results = asyncio.run(run_suite(Settings(), Path(args.out), parts=parts, quick=args.quick,
+                                    traces=args.traces, progress=lambda line: print(line, file=sys.stderr)))
+    for result in results:
+        print(f"{result.name}: {result.seconds:.0f} s -> " + ", ".join(str(p) for p in result.files))
+    print(f"index: {Path(args.out) / 'README.md'}")
+    return 0
 
 
 def _scenarios(args: argparse.Namespace) -> int:

@@ -1,0 +1,60 @@
+"""`dossier bench traces` on a two-trajectory fixture, on real Postgres and S3."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from dossier.bench.traces import run_traces_with
+from dossier.commands.bench_traces import register_traces
+from store.assemblies import get_context_assembly
+
+FIXTURE = Path(__file__).parent / "data" / "bench_traces_fixture.jsonl"
+KEYS = {"calls", "tool_refs", "tool_ref_recall", "tool_ref_recall_strict", "user_refs", "user_ref_recall",
+        "history_token_ratio_median", "last_call_history_token_ratio_median", "last_call_prompt_token_ratio_median"}
+
+
+async def test_bench_traces_report(graph_deps, tmp_path) -> None:
+    report = await run_traces_with(graph_deps, FIXTURE, concurrency=2)
+    data = report.to_json()
+    assert {"full_replay", "dossier", "langchain_trim", "langchain_clear_tool_uses", "openai_tool_output_trimmer",
+            "anthropic_clear_tool_uses", "anthropic_clear_tool_uses@budget",
+            "dossier@langchain_trim"} <= set(data)
+    for name, entry in data.items():
+        assert KEYS <= set(entry), name
+        assert entry["calls"] == 9  # 6 + 3 assistant messages
+        for key in ("tool_ref_recall", "tool_ref_recall_strict", "user_ref_recall"):
+            assert entry[key] is None or 0.0 <= entry[key] <= 1.0, (name, key)
+    assert data["full_replay"]["tool_ref_recall"] == 1.0
+    assert data["full_replay"]["tool_refs"] == 4  # NO6JO3, QQ77X1, credit_card_4421486, 00000146
+    assert data["full_replay"]["user_refs"] == 3
+    assert "| dossier |" in report.to_markdown()
+    assert len(report.per_call()) == 9
+    assert all(path.exists() for path in report.write_plots(tmp_path))
+
+
+async def test_call_k_arguments_never_reach_call_k(graph_deps) -> None:
+    """QQ77X1 first appears in call 3's own arguments: it is no carried reference there, and
+    Dossier's context for call 3 (assembled before call 3 was written) does not contain it."""
+    report = await run_traces_with(graph_deps, FIXTURE, limit=1)
+    rows = {row.call: row for row in report.rows}
+    assert "QQ77X1" not in {r.value for r in rows[3].strategies["dossier"].refs}
+    assert ("QQ77X1", "tool") in {(r.value, r.kind) for r in rows[4].strategies["dossier"].refs}
+    async with graph_deps.sessions() as session:
+        at_3 = await get_context_assembly(session, report.account_id, rows[3].assembly_id, with_messages=True)
+        at_4 = await get_context_assembly(session, report.account_id, rows[4].assembly_id, with_messages=True)
+    assert "QQ77X1" not in str(at_3.messages)
+    assert "QQ77X1" in str(at_4.messages)
+    # Full replay before call 3 holds only what came before it, too.
+    assert rows[3].strategies["full_replay"].prompt_tokens < rows[4].strategies["full_replay"].prompt_tokens
+    # The trajectory's system prompt reaches Dossier's context unchanged.
+    assert "You are an airline agent. Today is 2024-05-15." in str(at_3.messages)
+
+
+def test_register_traces_adds_the_action() -> None:
+    parser = argparse.ArgumentParser()
+    actions = parser.add_subparsers()
+    register_traces(actions)
+    args = parser.parse_args(["traces", "--traces", "x.jsonl", "--json", "--limit", "2"])
+    assert (args.traces, args.json, args.limit) == ("x.jsonl", True, 2)
+    assert parser.parse_args(["traces"]).traces.endswith("traces.jsonl")
