@@ -32,6 +32,7 @@ from policy.enums import (
     RecordClass,
     ToolCallStatus,
 )
+from policy.derive import FILE_CONTENT_TYPE
 from policy.errors import BoundaryMismatchError, DerivationError, UnknownParticipantError
 from policy.gates import Denial, Viewer, admit, check_privacy, is_stale, stale_at
 from policy.legacy import legacy_message_count, legacy_token_count
@@ -50,6 +51,8 @@ from policy.records import (
 )
 from policy.rehydrate import bounded, describe, slice_payload
 from policy.render import (
+    FIRST_READ_LABEL,
+    fenced,
     SECTION_TITLES,
     ShortIds,
     checkpoint_line,
@@ -204,8 +207,9 @@ def select_context(
 
     # 0 is a budget (protected state only), not "unset".
     budget = policy.default_token_budget if boundary.token_budget is None else boundary.token_budget
-    kept = _spend_budget(policy, items, participant, budget, counter, ledger)
+    kept, spent = _spend_budget(policy, items, participant, budget, counter, ledger)
     rehydration, raw_denials = _plan_rehydration(policy, boundary, candidates, viewer, kept, short, ledger)
+    rehydration += _plan_unread(policy, candidates, viewer, kept, budget - spent, counter, ledger, rehydration)
     return Selection(
         policy=policy,
         boundary=boundary,
@@ -508,8 +512,11 @@ def _spend_budget(
     budget: int,
     counter: TokenCounter,
     ledger: _Ledger,
-) -> list[Item]:
-    """Keep items in priority order while they fit; protected items always stay."""
+) -> tuple[list[Item], int]:
+    """Keep items in priority order while they fit; protected items always stay.
+
+    Returns the kept items and the tokens they (and the system prompt) cost.
+    """
     system_cost = count_message(ChatMessage(role=MessageRole.SYSTEM, content=participant.system_prompt), counter)
     spent = system_cost
     opened: set[str] = set()
@@ -531,7 +538,7 @@ def _spend_budget(
         else:
             why = "memory cap reached" if over_cap else f"would exceed {budget}-token budget"
             ledger.decide(item.section, item.ref, DecisionOutcome.OMITTED, why, OmissionReason.BUDGET)
-    return kept
+    return kept, spent
 
 
 def _item_cost(item: Item, counter: TokenCounter, opened: set[str]) -> int:
@@ -603,6 +610,96 @@ def _plan_rehydration(
     return plan, notes
 
 
+def unread_artifact_ids(candidates: CandidateSet, participant_id: str) -> set[str]:
+    """Results the participant has not read: those its latest model call asked for.
+
+    The participant's newest assistant message on the lineage is its latest
+    model call. When that call requested tools, their results arrived after
+    the model last ran, so no context has shown them yet.
+    """
+    latest = None
+    for message in candidates.messages:
+        if (message.role is MessageRole.ASSISTANT and message.author_participant_id == participant_id
+                and (latest is None or message.seq > latest.seq)):
+            latest = message
+    if latest is None or not latest.tool_calls or latest.model_run_id is None:
+        return set()
+    return {
+        artifact.id for artifact in candidates.artifacts
+        if artifact.model_run_id == latest.model_run_id and artifact.owner_participant_id == participant_id
+        and artifact.seq > latest.seq
+    }
+
+
+_FENCE_TOKENS = 8
+"""Tokens a fenced raw block adds beyond its payload (fences, header words)."""
+
+
+def _plan_unread(
+    policy: ContextPolicy,
+    candidates: CandidateSet,
+    viewer: Viewer,
+    kept: list[Item],
+    left: int,
+    counter: TokenCounter,
+    ledger: _Ledger,
+    planned: list[RehydrationItem],
+) -> list[RehydrationItem]:
+    """Third pass: first reads. A selected memory of an unread result shows the whole result.
+
+    Runs after selection on the budget selection left over, newest result
+    first, so it never displaces anything; a result too big for
+    ``unread_result_bytes``, the byte cap or the leftover budget, or whose
+    route may not carry raw bytes, stays a summary (with its locator).
+    """
+    if policy.unread_result_bytes <= 0:
+        return []
+    unread = unread_artifact_ids(candidates, viewer.participant_id)
+    if not unread:
+        return []
+    artifacts = {artifact.id: artifact for artifact in candidates.artifacts}
+    memories = {memory.id: memory for memory in candidates.tool_memories}
+    already = {item.artifact_id for item in planned}
+    remaining = policy.unread_total_bytes
+    plan: list[RehydrationItem] = []
+    for item in sorted(kept, key=lambda item: (-item.seq, item.ref)):
+        kind, _, memory_id = item.ref.partition(":")
+        if kind != "memory" or item.section != "memory" or item.tier == 0:
+            continue  # a conflicting memory keeps its line: the CONFLICTS marker matters more
+        memory = memories[memory_id]
+        sources = [artifacts[a] for a in memory.source_artifact_ids if a in artifacts and a in unread]
+        if len(sources) != 1 or sources[0].id in already:
+            continue
+        artifact = sources[0]
+        ref = f"artifact:{artifact.id}"
+        if artifact.content_type == FILE_CONTENT_TYPE or artifact.status is not ToolCallStatus.SUCCEEDED:
+            continue  # a file handle's line already says all of it; an error shows as recovery state
+        if admit(artifact, artifact.privacy, viewer) or artifact.privacy not in viewer.route.raw_allowed:
+            ledger.decide("first_read", ref, DecisionOutcome.OMITTED,
+                          f"unread result stays a summary: raw {artifact.privacy.value} not allowed on route "
+                          f"{viewer.route.name}", OmissionReason.RAW_PRIVACY)
+            continue
+        if artifact.result_bytes > min(policy.unread_result_bytes, remaining):
+            ledger.decide("first_read", ref, DecisionOutcome.OMITTED,
+                          f"unread result stays a summary: {artifact.result_bytes} bytes is over the "
+                          f"first-read cap", OmissionReason.RAW_BYTE_BUDGET)
+            continue
+        tokens = artifact.result_tokens or artifact.result_bytes // 3 + 1
+        extra = tokens + _FENCE_TOKENS - counter(item.text)
+        if extra > left:
+            ledger.decide("first_read", ref, DecisionOutcome.OMITTED,
+                          f"unread result stays a summary: {tokens} tokens do not fit the {left} left",
+                          OmissionReason.BUDGET)
+            continue
+        left -= max(extra, 0)
+        remaining -= artifact.result_bytes
+        plan.append(RehydrationItem(artifact_id=artifact.id, max_bytes=artifact.result_bytes, memory_id=memory.id))
+        ledger.decide("first_read", ref, DecisionOutcome.REHYDRATED,
+                      f"unread result of memory {memory.id}: shown whole ({artifact.result_bytes} bytes) "
+                      "in place of its summary")
+    return plan
+
+
 # --------------------------------------------------------------------------- rendering
 
 
@@ -629,15 +726,24 @@ def render_context(
         DerivationError: a planned payload is missing or its locator does not fit.
     """
     short = selection.short_ids
+    unavailable = unavailable or {}
+    first_reads = {
+        f"memory:{planned.memory_id}": planned for planned in selection.rehydration
+        if planned.memory_id is not None and planned.artifact_id not in unavailable
+    }
+    titles = {f"memory:{memory.id}": memory.title for memory in selection.candidates.tool_memories}
     sections: dict[str, list[str]] = {name: [] for name in SECTION_TITLES}
     transcript: list[Item] = []
     for item in selection.items:
         if item.message is not None:
             transcript.append(item)
+        elif item.ref in first_reads:
+            sections[item.section].append(_first_read(first_reads[item.ref], titles[item.ref], raw_payloads, short))
         else:
             sections[item.section].append(item.text)
-    unavailable = unavailable or {}
     for planned in selection.rehydration:
+        if planned.memory_id is not None:
+            continue  # an unread result: rendered whole in its memory's place, or its summary stays
         if planned.artifact_id in unavailable:
             reason = unavailable[planned.artifact_id]
             sections["evidence"].append(f"[a:{short(planned.artifact_id)}] raw evidence unavailable: {reason}")
@@ -646,7 +752,7 @@ def render_context(
             raise DerivationError(f"rehydration planned for artifact {planned.artifact_id} but no bytes given")
         text = bounded(slice_payload(raw_payloads[planned.artifact_id], planned.locator), planned.max_bytes)
         head = f"[a:{short(planned.artifact_id)}] {describe(planned.locator)}:"
-        sections["evidence"].append(f"{head}\n```\n{text}\n```")
+        sections["evidence"].append(f"{head}\n{fenced(text)}")
     sections["evidence"] += selection.raw_denials
 
     blocks = [selection.participant.system_prompt] if selection.participant.system_prompt else []
@@ -680,6 +786,15 @@ def render_context(
         content_sha256=digest,
     )
     return AssemblyResult(messages=tuple(messages), record=record, decisions=selection.decisions)
+
+
+def _first_read(planned: RehydrationItem, title: str, raw_payloads: Mapping[str, bytes], short: ShortIds) -> str:
+    """A memory whose unread result is shown whole: its citation and title, then the bytes."""
+    if planned.artifact_id not in raw_payloads:
+        raise DerivationError(f"first read planned for artifact {planned.artifact_id} but no bytes given")
+    text = bounded(slice_payload(raw_payloads[planned.artifact_id], None), planned.max_bytes)
+    return (f"[m:{short(planned.memory_id or '')}] {title} → [a:{short(planned.artifact_id)}] "
+            f"{FIRST_READ_LABEL}:\n{fenced(text)}")
 
 
 def assemble(

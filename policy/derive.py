@@ -8,9 +8,11 @@ Derivation never invents: every value in a summary is copied from the payload.
 
 from __future__ import annotations
 
+import ast
 import csv
 import io
 import json
+import re
 from datetime import datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -21,7 +23,7 @@ from policy.enums import FreshnessClass, ToolCallStatus
 from policy.errors import DerivationError
 from policy.records import Locator, Record, canonical_json
 from policy.rehydrate import decode_payload
-from policy.summarise import SUMMARY_CHARS, is_free_text, json_summary, scalar, text_summary
+from policy.summarise import is_free_text, json_summary, scalar, summary_budget, text_summary
 from policy.tools import ResultKind, ToolSpec
 
 FILE_CONTENT_TYPE = "application/vnd.dossier.file+json"
@@ -108,9 +110,10 @@ def derive_memory(
         if kind == "csv":
             summary, payload, locators = _csv_summary(text, artifact_id)
         elif kind in ("json", "search"):
-            data = json.loads(text)
-            summary, payload = json_summary(data, spec.summary_fields, spec.summary_chars or SUMMARY_CHARS, arguments), _json_payload(data)
+            data, source = parse_structured(text, spec.result_kind == "auto")
+            summary, payload = json_summary(data, spec.summary_fields, spec.summary_chars or summary_budget(len(text)), arguments), _json_payload(data)
             locators = whole
+            kind = "search" if kind == "search" else source
         else:
             summary, payload, locators = text_summary(text), {}, whole
     # RecursionError: json.loads raises it for pathologically nested input.
@@ -120,6 +123,80 @@ def derive_memory(
         return draft.model_copy(update={"limitations": f"could not parse as {kind}: {exc}"})
     return _draft(spec, arguments, title, f"{title} → {summary}", payload, 0.95,
                   f"{kind} deriver", locators, observed_at, spec.freshness)
+
+
+LITERAL_MAX_BYTES = 1024 * 1024
+"""Python-literal results above this size are not parsed (``ast`` trees cost
+far more memory than the text); they get the unparsed-result memory."""
+
+_NUMPY_REPR = re.compile(r"^array\((?P<body>.*?)(?:,\s*dtype=[\w.<>']+)?\)$", re.DOTALL)
+
+
+def parse_structured(text: str, allow_literal: bool = True) -> tuple[Any, str]:
+    """Parse a structured result: JSON, else (when allowed) a Python literal.
+
+    Agents built on Python frameworks often hand the model ``str()`` of a
+    list or dict (``[{'id': '0007'}]``) or of a NumPy array
+    (``array(['a@b.com'], dtype=object)``). ``ast.literal_eval`` reads those
+    without executing anything; the value is converted to JSON types.
+
+    Returns:
+        ``(data, source)`` where source is ``"json"`` or ``"python-literal"``.
+
+    Raises:
+        ValueError: neither parses (json.JSONDecodeError is a ValueError).
+    """
+    try:
+        return json.loads(text), "json"
+    except ValueError:
+        stripped = text.strip()
+        if not allow_literal or len(stripped) > LITERAL_MAX_BYTES:
+            raise
+        match = _NUMPY_REPR.match(stripped)
+        try:
+            tree = ast.parse(match.group("body") if match else stripped, mode="eval")
+            data = _literal(tree.body)
+        except (SyntaxError, ValueError, TypeError, MemoryError) as exc:
+            raise ValueError(f"neither JSON nor a Python literal: {exc}") from None
+        if not isinstance(data, (dict, list)):
+            raise ValueError("not a JSON document or a Python container literal") from None
+        return data, "python-literal"
+
+
+_MISSING_NAMES = frozenset({"nan", "NaN", "inf", "NaT", "None"})
+"""Bare names a repr of tabular data writes for missing values (pandas ``nan``, ``NaT``); read as null."""
+
+
+def _literal(node: ast.AST) -> Any:
+    """A Python literal's value in JSON types, like ``ast.literal_eval`` plus missing-value names.
+
+    Only constants, containers, signed numbers and the names in
+    :data:`_MISSING_NAMES` are accepted; anything else (a call, an
+    attribute, an operator) is rejected, so nothing is ever executed.
+    Tuples and sets become lists, dict keys strings, bytes their repr.
+    """
+    if isinstance(node, ast.Constant):
+        value = node.value
+        if isinstance(value, (bytes, complex)) or value is Ellipsis:
+            return repr(value)
+        return value
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return [_literal(item) for item in node.elts]
+    if isinstance(node, ast.Set):
+        return sorted((_literal(item) for item in node.elts), key=repr)
+    if isinstance(node, ast.Dict):
+        if any(key is None for key in node.keys):
+            raise ValueError("dict unpacking is not a literal")
+        return {str(_literal(key)): _literal(value) for key, value in zip(node.keys, node.values, strict=True)}
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        operand = _literal(node.operand)
+        if isinstance(operand, (int, float)) and not isinstance(operand, bool):
+            return -operand if isinstance(node.op, ast.USub) else operand
+        if operand is None:
+            return None  # -inf, -nan
+    if isinstance(node, ast.Name) and node.id in _MISSING_NAMES:
+        return None
+    raise ValueError(f"not a literal: {type(node).__name__}")
 
 
 def _draft(spec, arguments, title, summary, payload, confidence, source, locators, observed_at, freshness):
@@ -160,9 +237,9 @@ def _kind(declared: ResultKind, content_type: str, raw: bytes) -> ResultKind:
         return "file"
     if "csv" in content_type:
         return "csv"
-    stripped = raw.lstrip()[:1]
-    if "json" in content_type or stripped in (b"{", b"["):
-        return "json"
+    stripped = raw.lstrip()
+    if "json" in content_type or stripped[:1] in (b"{", b"[") or stripped.startswith(b"array("):
+        return "json"  # JSON, or a Python literal (parse_structured)
     return "text"
 
 

@@ -75,10 +75,10 @@ DEFAULT_FRESHNESS_TTL: dict[FreshnessClass, timedelta | None] = {
 class ContextPolicy(Record):
     """Every knob of context assembly; frozen, hashed, versioned."""
 
-    version: str = "dossier-default/2"
+    version: str = "dossier-default/3"
     """Human name of the rule set; bump it whenever a default changes."""
     routes: tuple[ProviderRoute, ...] = DEFAULT_ROUTES
-    default_token_budget: int = 2048
+    default_token_budget: int = 4096
     """Prompt token budget when the generation boundary sets none."""
     message_window: int = 3
     """Most recent transcript messages kept verbatim (the current request and
@@ -112,6 +112,13 @@ class ContextPolicy(Record):
     verbatim up to this length (the final line is kept whole)."""
     rehydration_item_bytes: int = 4096
     rehydration_total_bytes: int = 12288
+    unread_result_bytes: int = 6144
+    """A result the participant has not read yet (one its latest model call
+    asked for) is shown whole in place of its summary when it is at most this
+    big, its route may carry its raw bytes, and the budget left after
+    selection covers it. 0 turns first reads off. Later calls see the summary."""
+    unread_total_bytes: int = 12288
+    """Cap on the raw bytes of all unread results in one context."""
 
     def window_for(self, runtime_kind: RuntimeKind) -> int:
         """The transcript window for a runtime mode."""

@@ -408,6 +408,8 @@ class RehydrationItem(Record):
     artifact_id: str
     locator: Locator | None = None
     max_bytes: int
+    memory_id: str | None = None
+    """Set for an unread result: the memory whose line the raw result replaces."""
 
 
 class ContextAssemblyRecord(Record):

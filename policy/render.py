@@ -7,6 +7,7 @@ assembly, and the assembly record keeps the full ids.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from datetime import datetime
 
@@ -143,6 +144,21 @@ def skill_line(skill: SkillStateRecord, short: ShortIds) -> str:
 def user_memory_line(memory: UserMemoryRecord) -> str:
     """One personalisation fact."""
     return memory.text
+
+
+FIRST_READ_LABEL = "whole result (first read)"
+"""Marks a memory whose unread result is shown whole instead of its summary."""
+
+
+def fenced(text: str) -> str:
+    """``text`` in a code fence longer than any backtick run inside it.
+
+    Raw tool output is untrusted: a result containing a fence of its own
+    could otherwise close the block and pose as context structure.
+    """
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}\n{text}\n{fence}"
 
 
 SECTION_TITLES: dict[str, str] = {

@@ -27,7 +27,24 @@ from typing import Any
 from policy.records import canonical_json
 
 SUMMARY_CHARS = 280
-"""Default character budget of one summary (about 70 tokens of cl100k)."""
+"""Smallest default character budget of one summary (about 70 tokens of cl100k)."""
+
+SUMMARY_SHARE = 0.5
+"""A bigger result gets a budget of this share of its characters ..."""
+
+SUMMARY_MAX_CHARS = 1500
+"""... up to this many; beyond that the raw artifact (by locator) is the detail."""
+
+
+def summary_budget(raw_chars: int) -> int:
+    """The default character budget for a result of ``raw_chars`` characters.
+
+    A fixed budget either wastes tokens on small results or drops most of
+    a mid-sized record (the ids a later call copies). Half the raw size,
+    between :data:`SUMMARY_CHARS` and :data:`SUMMARY_MAX_CHARS`, keeps the
+    values of typical records while the table form drops their syntax.
+    """
+    return max(SUMMARY_CHARS, min(int(raw_chars * SUMMARY_SHARE), SUMMARY_MAX_CHARS))
 
 MAX_VALUE_CHARS = 80
 """A scalar longer than this is clipped with ``…``."""
@@ -107,16 +124,24 @@ def _ranked_keys(record: dict[str, Any], declared: list[str]) -> list[str]:
     first = [k for k in declared if k in record]
     rest = [k for k in record if k not in first]
     # sorted() is stable: within a tier the payload's own order decides.
-    return first + sorted(rest, key=key_tier)
+    return first + sorted(rest, key=lambda k: _value_tier(k, record[k]))
 
 
-def _item(item: Any, declared: list[str], width: int) -> str:
-    if not isinstance(item, dict):
-        return scalar(item)
-    keys = [k for k in _ranked_keys(item, declared)
-            if _is_scalar(item[k]) and (k in declared or (not is_free_text(item[k], k) and key_tier(k) <= _LAST_TIER))]
-    keys = keys[: max(len([k for k in declared if k in item]), width)]
-    return "{" + ", ".join(f"{k}={scalar(item[k])}" for k in keys) + "}"
+SHORT_LIST_VALUE_CHARS = 24
+"""A list whose items are all scalars at most this long is a list of handles."""
+
+
+def _value_tier(key: str, value: Any) -> int:
+    """A key's tier, raised to names' tier for a list of short scalars.
+
+    ``reservations: [JG7FMM, LQ940Q, ...]`` is cheap to show whole, and its
+    items are what a later call asks about, whatever the key is called.
+    """
+    tier = key_tier(key)
+    if (isinstance(value, list) and value and tier > 1
+            and all(_is_scalar(v) and len(scalar(v)) <= SHORT_LIST_VALUE_CHARS for v in value)):
+        return 1
+    return tier
 
 
 def _common_fields(items: list[Any], declared: list[str]) -> dict[str, Any]:
@@ -137,29 +162,80 @@ def _common_fields(items: list[Any], declared: list[str]) -> dict[str, Any]:
     }
 
 
-def list_part(label: str, items: list[Any], declared: list[str], room: int) -> str:
-    """``label: N — item; item (+k more)``, with as many items as fit in ``room`` chars."""
-    if not items:
-        return f"{label}: none"
+MAX_COLUMNS = 6
+"""Columns a table of records shows, at most (declared fields always)."""
+
+
+def _columns(items: list[dict[str, Any]], declared: list[str]) -> list[str]:
+    """Scalar fields worth a column across a list of records: declared first, then by tier."""
+    seen: dict[str, None] = {}
+    for item in items:
+        for key, value in item.items():
+            if _is_scalar(value) and (key in declared or (not is_free_text(value, key) and key_tier(key) <= _LAST_TIER)):
+                seen.setdefault(key, None)
+    named = [k for k in declared if k in seen]
+    if named:
+        return named  # the tool said which fields tell its records apart
+    return _ranked_keys(dict.fromkeys(seen), declared)[:MAX_COLUMNS]
+
+
+def _table(label: str, items: list[dict[str, Any]], declared: list[str], room: int) -> str:
+    """``label: N (all k=v) [a|b|c] — 1|x|y; 2|z|w (+k more)``: keys once, then one row per record.
+
+    Repeating every key in every record is most of what a JSON list costs;
+    a header and ``|``-separated cells keep every value at a fraction of it.
+    """
     common = _common_fields(items, declared)
     shared = ", ".join(f"{k}={scalar(v)}" for k, v in common.items())
-    head = f"{label}: {len(items)} (all {shared}) — " if shared else f"{label}: {len(items)} — "
-    if common:
-        items = [{k: v for k, v in item.items() if k not in common} for item in items]
-    # A long list shows more items by fewer fields each: its members matter more than their details.
-    width = ITEM_FIELDS if len(items) <= 3 else ITEM_FIELDS - 1
+    rows = [{k: v for k, v in item.items() if k not in common} for item in items]
+    columns = _columns(rows, declared)
+    head = f"{label}: {len(items)}" + (f" (all {shared})" if shared else "")
+    if not columns:
+        return head
+    head += f" [{'|'.join(columns)}] — "
     shown: list[str] = []
-    for item in items[:MAX_ITEMS]:
-        text = _item(item, declared, width)
-        more = len(items) - len(shown) - 1
+    for row in rows[:MAX_ITEMS * 2]:
+        text = "|".join(scalar(row[k]).replace("|", "/") if _is_scalar(row.get(k)) else "" for k in columns)
+        more = len(rows) - len(shown) - 1
         tail = f" (+{more} more)" if more else ""
-        sep = "; " if isinstance(item, dict) else ", "
-        if shown and len(head) + len(sep.join([*shown, text])) + len(tail) > room:
+        if shown and len(head) + len("; ".join([*shown, text])) + len(tail) > room:
             break
         shown.append(text)
-    sep = "; " if isinstance(items[0], dict) else ", "
+    hidden = len(rows) - len(shown)
+    return head + "; ".join(shown) + (f" (+{hidden} more)" if hidden else "")
+
+
+def keyed_records(value: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """A map of records keyed by id (``{"card_1": {...}, "card_2": {...}}``) as a list of records.
+
+    The key becomes a ``key`` field unless every record already carries it
+    as a value (an ``id`` repeating its key).
+    """
+    if not value or not all(isinstance(v, dict) for v in value.values()):
+        return None
+    if all(k in (scalar(x) for x in v.values() if _is_scalar(x)) for k, v in value.items()):
+        return list(value.values())
+    return [{"key": k, **v} for k, v in value.items()]
+
+
+def list_part(label: str, items: list[Any], declared: list[str], room: int) -> str:
+    """A list within ``room`` chars: records as a table, scalars as ``label: N — a, b (+k more)``."""
+    if not items:
+        return f"{label}: none"
+    if all(isinstance(item, dict) for item in items):
+        return _table(label, items, declared, room)
+    head = f"{label}: {len(items)} — "
+    shown: list[str] = []
+    for item in items[:MAX_ITEMS * 2]:
+        text = scalar(item) if _is_scalar(item) else canonical_json(item)
+        text = text if len(text) <= MAX_VALUE_CHARS else text[: MAX_VALUE_CHARS - 1] + "…"
+        more = len(items) - len(shown) - 1
+        tail = f" (+{more} more)" if more else ""
+        if shown and len(head) + len(", ".join([*shown, text])) + len(tail) > room:
+            break
+        shown.append(text)
     hidden = len(items) - len(shown)
-    return head + sep.join(shown) + (f" (+{hidden} more)" if hidden else "")
+    return head + ", ".join(shown) + (f" (+{hidden} more)" if hidden else "")
 
 
 def json_summary(
@@ -183,7 +259,8 @@ def json_summary(
         The summary text.
     """
     if isinstance(data, list):
-        return list_part("items", data, _declared(fields, ""), budget)
+        # A top-level list's item fields are declared as ``items.<field>`` or plainly as ``<field>``.
+        return list_part("items", data, _declared(fields, "items") or _declared(fields, ""), budget)
     if not isinstance(data, dict):
         return scalar(data)
     declared = _declared(fields, "")
@@ -208,6 +285,8 @@ def json_summary(
             share = room if key in declared or not value else room // max(lists_left, 1)
             lists_left -= bool(value) and key not in declared
             text = list_part(key, value, _declared(fields, key), max(share, 60))
+        elif isinstance(value, dict) and keyed_records(value) is not None:
+            text = list_part(key, keyed_records(value), _declared(fields, key), max(room // max(lists_left, 1), 60))
         elif isinstance(value, dict):
             inner = _declared(fields, key)
             keys = [k for k in _ranked_keys(value, inner)
@@ -264,10 +343,13 @@ __all__ = [
     "MAX_ITEMS",
     "MAX_VALUE_CHARS",
     "SUMMARY_CHARS",
+    "SUMMARY_MAX_CHARS",
+    "SUMMARY_SHARE",
     "is_free_text",
     "json_summary",
     "key_tier",
     "list_part",
     "scalar",
+    "summary_budget",
     "text_summary",
 ]

@@ -26,9 +26,10 @@ from importlib.metadata import version
 from typing import Any
 
 from dossier.bench.strategy import CallInput, OpenAIMessage, TokenCounter, count_tokens
+from policy.policy import DEFAULT_POLICY
 
-DEFAULT_BUDGET = 2048
-"""Token budget when the call gives none (Dossier's default policy budget)."""
+DEFAULT_BUDGET = DEFAULT_POLICY.default_token_budget
+"""Token budget when the call gives none: Dossier's default policy budget, so every strategy gets the same one."""
 
 
 def _budget(call: CallInput) -> int:

@@ -33,6 +33,7 @@ from policy.render import SECTION_TITLES
 
 _SECTION_OF_TITLE = {title: name for name, title in SECTION_TITLES.items()}
 _ITEM = re.compile(r"- \[(?P<kind>[mtcsa]):(?P<id>[^\]\s]+)\] ?(?P<rest>.*)", re.DOTALL)
+_FENCE = re.compile(r"`{3,}")
 _DIRECTIVE = re.compile(r"(?P<label>[A-Z][\w .'-]{0,40}) directive: (?P<text>.*)", re.DOTALL)
 _SPEAKER = re.compile(r"(?P<label>[A-Z][\w .'-]{0,40}): (?P<text>.*)", re.DOTALL)
 
@@ -219,8 +220,16 @@ def _split_sections(runtime: str) -> tuple[str, list[tuple[str, str]]]:
     prompt: list[str] = []
     items: list[tuple[str, str]] = []
     section: str | None = None
+    fence: str | None = None
     for line in runtime.split("\n"):
-        if line in _SECTION_OF_TITLE:
+        if fence is not None:
+            # Raw tool output inside a fence is the item's text, whatever it looks like.
+            items[-1] = (items[-1][0], items[-1][1] + "\n" + line)
+            fence = None if line == fence else fence
+        elif items and _FENCE.fullmatch(line):
+            fence = line
+            items[-1] = (items[-1][0], items[-1][1] + "\n" + line)
+        elif line in _SECTION_OF_TITLE:
             section = _SECTION_OF_TITLE[line]
         elif section is None:
             prompt.append(line)

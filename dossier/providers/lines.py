@@ -22,9 +22,15 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any, Literal
 
+from policy.derive import derive_memory
+from policy.enums import ToolCallStatus
 from policy.records import canonical_json
+from policy.render import FIRST_READ_LABEL
+from policy.tools import ToolSpec
 
 _TOOL = r"(?P<tool>[A-Za-z][\w.-]*)"
 _RESULT = re.compile(_TOOL + r"\((?P<args>.*?)\)(?P<sep> → | FAILED: |: unparsed )(?P<rest>.*)", re.DOTALL)
@@ -37,6 +43,8 @@ _PROMOTED = re.compile(r"from subagent (?P<name>\S+): (?P<inner>.*)", re.DOTALL)
 _CALL = re.compile(_TOOL + r"\((?P<args>.*?)\) (?P<status>ok|PENDING|DEFERRED|RETRYING|FAILED)(?P<detail>.*)",
                    re.DOTALL)
 _CHECKPOINT = re.compile(r"(?P<kind>\w+): (?P<state>\{.*\})(?: refs (?P<refs>.*))?", re.DOTALL)
+_FIRST_READ = re.compile(r"\[a:\S+\] " + re.escape(FIRST_READ_LABEL) + r":\n(?P<fence>`{3,})\n(?P<raw>.*)\n(?P=fence)",
+                         re.DOTALL)
 _TITLE_ARG = re.compile(r", (?=[A-Za-z_]\w*=)")
 
 _TITLE_VALUE_CHARS = 40  # policy.derive clips each title argument to this many characters
@@ -72,7 +80,10 @@ class MemoryLine:
     """The title's arguments, as rendered."""
     args_clipped: bool = False
     result: str = ""
-    """The summary after ``→`` (or the error after ``FAILED:``)."""
+    """The summary after ``→`` (or the error after ``FAILED:``); for a first
+    read, the summary the deriver writes for the whole result shown."""
+    raw: str | None = None
+    """The whole result, when the context shows it (a first read)."""
     failed: bool = False
     stale: bool = False
     subagent: str | None = None
@@ -164,6 +175,26 @@ class CheckpointLine:
         return f"[{self.ref}]"
 
 
+@lru_cache(maxsize=1)
+def _specs() -> dict[str, ToolSpec]:
+    from dossier.tools.registry import default_registry  # the tools import providers' base types
+
+    return {tool.spec.name: tool.spec for tool in default_registry()}
+
+
+def read_whole(tool: str, args: dict[str, str], raw: str) -> str:
+    """What a scripted model takes from a whole result: the summary the deriver writes for it.
+
+    A real model reads the bytes; a script reads summaries, so it reads a
+    first-read result through the same deterministic deriver (and the
+    tool's own spec) that wrote the memory's summary.
+    """
+    spec = _specs().get(tool) or ToolSpec(name=tool)
+    draft = derive_memory(spec, "first-read", dict(args), ToolCallStatus.SUCCEEDED, raw.encode(),
+                          "application/octet-stream", datetime(2000, 1, 1, tzinfo=UTC))
+    return draft.summary.split(" → ", 1)[1] if " → " in draft.summary else draft.summary
+
+
 def parse_memory(ref: str, text: str) -> MemoryLine:
     """A memory line (``ref`` is ``m:<id>``, ``text`` what follows the id).
 
@@ -185,8 +216,13 @@ def parse_memory(ref: str, text: str) -> MemoryLine:
                           file_uri=handle.group("uri"))
     if result := _RESULT.fullmatch(text):
         parsed, clipped = _title_args(result.group("args"))
+        rest = result.group("rest").strip()
+        raw = None
+        if first := _FIRST_READ.fullmatch(rest):
+            raw = first.group("raw")
+            rest = read_whole(result.group("tool"), parsed, raw)
         return MemoryLine(ref, text, tool=result.group("tool"), args=parsed, args_clipped=clipped,
-                          result=result.group("rest").strip(), failed=result.group("sep") == " FAILED: ")
+                          result=rest, failed=result.group("sep") == " FAILED: ", raw=raw)
     return MemoryLine(ref, text)
 
 

@@ -3,9 +3,9 @@
 A script never sees raw tool results, only the one-line summaries in its
 context, so these readers parse exactly those shapes::
 
-    workspace.list_files() → items: 4 — {path=README.txt, bytes=1271}; {path=sales/2026-q2-orders.csv, rows=40}; ...
+    workspace.list_files() → items: 4 [path|rows|bytes] — README.txt||1271; sales/2026-q2-orders.csv|40|2033; ...
     workspace.read_csv(path=...) → 60 rows × 5 cols [order_id,region,...]; units sum 4619; revenue_eur sum 458080.39
-    table.aggregate(...) → total=458080.39; groups: 6 — {group=Benelux, sum=133510.04, rows=10}; ... (+2 more)
+    table.aggregate(...) → total=458080.39; groups: 6 [group|sum|rows] — Benelux|133510.04|10; ... (+2 more)
 
 Each reader returns what it found and nothing it did not: a summary that
 was cut short yields fewer groups, never invented ones.
@@ -17,14 +17,42 @@ import re
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
-_LISTED = re.compile(r"\{path=(?P<path>[^,}]+)(?P<rest>[^}]*)\}")
-_ROWS_FIELD = re.compile(r"rows=(\d+)")
 _SHAPE = re.compile(r"(?P<rows>\d+) rows × (?P<cols>\d+) cols \[(?P<names>[^\]]*)\]")
 _SUM = re.compile(r"(?P<column>[\w.-]+) sum (?P<value>-?[\d.]+)")
 _TOTAL = re.compile(r"(?:^|; )total=(?P<total>-?[\d.]+)")
-_GROUP = re.compile(r"\{group=(?P<group>[^,}]*), sum=(?P<sum>-?[\d.]+)(?:, rows=(?P<rows>\d+))?\}")
-_COMMON_ROWS = re.compile(r"groups: \d+ \(all rows=(?P<rows>\d+)\)")
-_MORE = re.compile(r"groups: .*\(\+(?P<more>\d+) more\)")
+_TAIL = re.compile(r" \(\+(?P<n>\d+) (?P<what>more|fields in raw)\)$")
+
+
+@dataclass(frozen=True)
+class Table:
+    """A list of records as a summary shows it: ``label: N (all k=v) [a|b] — 1|x; 2|y (+k more)``."""
+
+    count: int
+    rows: tuple[dict[str, str], ...]
+    """Shown records, each with the shared ``all`` fields filled in; empty cells left out."""
+    hidden: int
+
+
+def table(summary: str, label: str) -> Table | None:
+    """The table called ``label`` in a summary, or ``None`` when it has none."""
+    head = re.search(r"(?:^|; |→ )" + re.escape(label)
+                     + r": (?P<count>\d+)(?: \(all (?P<common>[^)]*)\))? \[(?P<cols>[^\]]*)\] — ", summary)
+    if head is None:
+        return None
+    columns = head.group("cols").split("|")
+    common = dict(part.split("=", 1) for part in (head.group("common") or "").split(", ") if "=" in part)
+    rows: list[dict[str, str]] = []
+    hidden = 0
+    for segment in summary[head.end():].split("; "):
+        tail = _TAIL.search(segment)
+        cells = (segment[: tail.start()] if tail else segment).split("|")
+        if len(cells) != len(columns):
+            break
+        rows.append({**common, **{c: v for c, v in zip(columns, cells, strict=True) if v}})
+        if tail:
+            hidden = int(tail.group("n")) if tail.group("what") == "more" else 0
+            break
+    return Table(count=int(head.group("count")), rows=tuple(rows), hidden=hidden)
 
 
 @dataclass(frozen=True)
@@ -37,11 +65,11 @@ class ListedFile:
 
 def listed_files(summary: str) -> list[ListedFile]:
     """Files named in a ``workspace.list_files`` summary, in listing order."""
-    out: list[ListedFile] = []
-    for found in _LISTED.finditer(summary):
-        rows = _ROWS_FIELD.search(found.group("rest"))
-        out.append(ListedFile(found.group("path").strip(), int(rows.group(1)) if rows else None))
-    return out
+    listing = table(summary, "items")
+    if listing is None:
+        return []
+    return [ListedFile(row["path"], int(row["rows"]) if row.get("rows", "").isdigit() else None)
+            for row in listing.rows if "path" in row]
 
 
 @dataclass(frozen=True)
@@ -92,18 +120,17 @@ class Aggregate:
 def aggregate(summary: str) -> Aggregate:
     """The total and groups of an aggregate summary."""
     total = _TOTAL.search(summary)
-    common = _COMMON_ROWS.search(summary)
+    shown = table(summary, "groups")
     groups = []
-    for found in _GROUP.finditer(summary):
-        rows = found.group("rows") or (common.group("rows") if common else None)
-        value = _decimal(found.group("sum"))
-        if value is not None:
-            groups.append(Group(found.group("group").strip(), value, int(rows) if rows else None))
-    more = _MORE.search(summary)
+    for row in shown.rows if shown else ():
+        value = _decimal(row.get("sum", ""))
+        if value is not None and "group" in row:
+            rows = row.get("rows", "")
+            groups.append(Group(row["group"], value, int(rows) if rows.isdigit() else None))
     return Aggregate(
         total=_decimal(total.group("total")) if total else None,
         groups=tuple(groups),
-        hidden=int(more.group("more")) if more else 0,
+        hidden=shown.hidden if shown else 0,
     )
 
 
@@ -122,4 +149,5 @@ def pick_column(columns: tuple[str, ...] | list[str], preferred: tuple[str, ...]
     return fallback
 
 
-__all__ = ["Aggregate", "CsvShape", "Group", "ListedFile", "aggregate", "csv_shape", "listed_files", "pick_column"]
+__all__ = ["Aggregate", "CsvShape", "Group", "ListedFile", "Table", "aggregate", "csv_shape", "listed_files", "pick_column",
+           "table"]

@@ -13,6 +13,7 @@ from policy.derive import FILE_CONTENT_TYPE, derive_memory, link_memory, subject
 from policy.enums import FreshnessClass, ToolCallStatus
 from policy.records import Locator
 from policy.rehydrate import slice_payload
+from policy.summarise import SUMMARY_CHARS, SUMMARY_MAX_CHARS, summary_budget
 from policy.tools import ToolCatalog, ToolSpec, default_visibility
 from policy_builders import NOW
 
@@ -120,11 +121,13 @@ def test_json_without_entity_has_no_facts():
         (b"[]", "items: none", 0),
         (b"[1,2,3]", "items: 3 — 1, 2, 3", 3),
         (b'["a","b"]', "items: 2 — a, b", 2),
-        (b"[0,1,2,3,4,5,6,7,8,9]", "items: 10 — 0, 1, 2, 3, 4, 5, 6, 7 (+2 more)", 10),
-        (b'[{"id":1,"body":"x"},{"id":2,"body":"y"}]', "items: 2 — {id=1}; {id=2}", 2),
+        (b"[0,1,2,3,4,5,6,7,8,9]", "items: 10 — 0, 1, 2, 3, 4, 5, 6, 7, 8, 9", 10),
+        (json.dumps(list(range(30))).encode(), "items: 30 — " + ", ".join(map(str, range(16))) + " (+14 more)", 30),
+        (b'[{"id":1,"body":"x"},{"id":2,"body":"y"}]', "items: 2 [id] — 1; 2", 2),
         (b'[{"id":1,"t":"x"},{"id":2,"t":"y"},{"id":3,"t":"z"},{"id":4,"t":"w"}]',
-         "items: 4 — {id=1, t=x}; {id=2, t=y}; {id=3, t=z}; {id=4, t=w}", 4),
-        (b'[{"p":1,"q":2,"r":3,"s":4}]', "items: 1 — {p=1, q=2, r=3}", 1),
+         "items: 4 [id|t] — 1|x; 2|y; 3|z; 4|w", 4),
+        (b'[{"p":1,"q":2,"r":3,"s":4}]', "items: 1 [p|q|r|s] — 1|2|3|4", 1),
+        (b'[{"id":"a|b","n":1},{"id":"c"}]', "items: 2 [id|n] — a/b|1; c|", 2),
     ],
 )
 def test_json_list(raw, summary, count):
@@ -138,8 +141,7 @@ def test_search_results_list():
            b'{"title":"Temporal","url":"https://b.example","snippet":"another"}]')
     memory = derive(raw, spec=ToolSpec(name="web_search", result_kind="search"), arguments={"q": "durable"})
     assert memory.summary == (
-        "web_search(q=durable) → items: 2 — {title=Dossier docs, url=https://a.example}; "
-        "{title=Temporal, url=https://b.example}"
+        "web_search(q=durable) → items: 2 [title|url] — Dossier docs|https://a.example; Temporal|https://b.example"
     )
     assert "snippet" not in memory.summary
     assert memory.confidence_source == "search deriver"
@@ -177,25 +179,51 @@ def test_budget_bounds_the_summary_and_counts_what_stayed_in_raw():
     assert f"(+{40 - shown} fields in raw)" in body
 
 
-def test_long_lists_show_more_items_with_fewer_fields():
+def test_a_list_of_records_is_a_table_with_its_keys_said_once():
     items = [{"number": n, "title": f"PR {n}", "created_at": f"2026-11-2{n}", "body": "x"} for n in range(1, 6)]
     memory = derive(json.dumps(items).encode())
-    assert memory.summary.startswith("tool() → items: 5 — {number=1, title=PR 1}; {number=2, title=PR 2}")
+    assert memory.summary == ("tool() → items: 5 [number|title|created_at] — 1|PR 1|2026-11-21; 2|PR 2|2026-11-22; "
+                              "3|PR 3|2026-11-23; 4|PR 4|2026-11-24; 5|PR 5|2026-11-25")
+
+
+def test_a_long_list_shows_the_rows_its_budget_holds():
+    items = [{"number": n, "title": f"pull request number {n}"} for n in range(200)]
+    raw = json.dumps(items).encode()
+    memory = derive(raw)
+    body = memory.summary.removeprefix("tool() → ")
+    assert body.startswith("items: 200 [number|title] — 0|pull request number 0; 1|pull request number 1")
+    assert len(body.split(" (+")[0]) <= summary_budget(len(raw)) and "more)" in body
+
+
+def test_summary_budget_grows_with_the_result_between_bounds():
+    assert summary_budget(10) == SUMMARY_CHARS
+    assert summary_budget(1000) == 500
+    assert summary_budget(10_000_000) == SUMMARY_MAX_CHARS
+
+
+def test_a_map_of_records_keyed_by_id_is_a_table():
+    raw = {"payment_methods": {"gift_card_1": {"source": "gift_card", "amount": 22, "id": "gift_card_1"},
+                               "card_2": {"source": "credit_card", "last_four": "7803", "id": "card_2"}},
+           "by_day": {"2026-11-01": {"visits": 3}, "2026-11-02": {"visits": 5}}}
+    memory = derive(json.dumps(raw).encode())
+    assert "payment_methods: 2 [id|amount|source|last_four] — gift_card_1|22|gift_card|; card_2||credit_card|7803" \
+        in memory.summary
+    assert "by_day: 2 [key|visits] — 2026-11-01|3; 2026-11-02|5" in memory.summary
 
 
 def test_several_lists_share_the_budget():
     raw = {"commits": [{"sha": str(i) * 40, "author": f"dev{i}", "date": "2026-11-2%d" % i} for i in range(6)],
            "files": [{"filename": f"src/module_{i}.py", "status": "modified" if i else "added"} for i in range(6)]}
     memory = derive(json.dumps(raw).encode())
-    assert "commits: 6 — {" in memory.summary and "files: 6 — {" in memory.summary
+    assert "commits: 6 [date|author] — 2026-11-20|dev0" in memory.summary
+    assert "files: 6 [filename|status] — src/module_0.py|added" in memory.summary
     assert "1" * 40 not in memory.summary  # digests rank last
 
 
 def test_fields_shared_by_every_item_are_said_once():
     raw = [{"id": f"m{i}", "from": "Priya <p@x.io>", "sha": "f" * 40, "subject": f"s{i}"} for i in range(3)]
     memory = derive(json.dumps(raw).encode())
-    assert memory.summary == "tool() → items: 3 (all from=Priya <p@x.io>) — {id=m0, subject=s0}; {id=m1, subject=s1}; " \
-        "{id=m2, subject=s2}"
+    assert memory.summary == "tool() → items: 3 (all from=Priya <p@x.io>) [id|subject] — m0|s0; m1|s1; m2|s2"
 
 
 @pytest.mark.parametrize("raw", [b"{not json", b'{"a":', b"[1,2", b"[" * 100_000],
@@ -416,3 +444,24 @@ def test_results_above_the_parse_limit_get_a_metadata_memory():
     assert big.summary == f"logs() → large text result, {len(raw)} bytes; starts: first line of a huge log"
     assert big.confidence == 0.5 and "parse limit" in big.limitations
     assert big.locators == (Locator(artifact_id="art-1"),)
+
+
+def test_python_literal_results_are_summarised_like_json():
+    """Python agent frameworks often send str() of a list or dict: read it without executing it."""
+    memory = derive(b"[{'event_id': '00000075', 'event_name': 'annual summary'}, {'event_id': '00000265'}]")
+    assert memory.summary.startswith("tool() → items: 2 [event_id|event_name] — 00000075|annual summary; 00000265|")
+    assert "00000265" in memory.summary
+    assert memory.confidence_source == "python-literal deriver"
+    array = derive(b"array(['aisha.chen@atlas.com'], dtype=object)")
+    assert "aisha.chen@atlas.com" in array.summary and array.confidence >= 0.9
+
+
+def test_code_is_never_evaluated_as_a_literal():
+    memory = derive(b"[__import__('os').system('true')]")
+    assert memory.confidence < 0.5 and "could not parse" in memory.limitations
+
+
+def test_missing_values_in_a_python_repr_read_as_null():
+    memory = derive(b"[{'customer_id': '00000135', 'notes': nan, 'score': -inf}, {'customer_id': '00000026'}]")
+    assert "00000135" in memory.summary and "00000026" in memory.summary
+    assert memory.confidence_source == "python-literal deriver"

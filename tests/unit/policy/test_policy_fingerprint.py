@@ -53,7 +53,7 @@ def test_fingerprint_is_stable_across_hash_seeds():
 def test_fingerprint_is_a_sha256_and_the_version_tag_cites_it():
     fingerprint = DEFAULT_POLICY.fingerprint
     assert len(fingerprint) == 64 and int(fingerprint, 16) >= 0
-    assert DEFAULT_POLICY.version_tag == f"dossier-default/2#{fingerprint[:12]}"
+    assert DEFAULT_POLICY.version_tag == f"dossier-default/3#{fingerprint[:12]}"
 
 
 def test_equal_policies_have_equal_fingerprints():
@@ -69,12 +69,12 @@ def test_equal_policies_have_equal_fingerprints():
 
 
 CHANGES = [
-    ("version", {"version": "dossier-default/3"}),
+    ("version", {"version": "dossier-default/4"}),
     ("routes dropped", {"routes": DEFAULT_ROUTES[:-1]}),
     ("routes reordered", {"routes": tuple(reversed(DEFAULT_ROUTES))}),
     ("routes raw_allowed", {"routes": (DEFAULT_ROUTES[0].model_copy(
         update={"raw_allowed": frozenset({PrivacyClass.PUBLIC})}),) + DEFAULT_ROUTES[1:]}),
-    ("default_token_budget", {"default_token_budget": 4096}),
+    ("default_token_budget", {"default_token_budget": 2048}),
     ("message_window", {"message_window": 5}),
     ("message_window_by_runtime", {"message_window_by_runtime": {RuntimeKind.DISCUSSION: 5}}),
     ("keep_opening_request", {"keep_opening_request": False}),
@@ -89,6 +89,8 @@ CHANGES = [
     ("max_error_chars", {"max_error_chars": 601}),
     ("rehydration_item_bytes", {"rehydration_item_bytes": 4097}),
     ("rehydration_total_bytes", {"rehydration_total_bytes": 12289}),
+    ("unread_result_bytes", {"unread_result_bytes": 0}),
+    ("unread_total_bytes", {"unread_total_bytes": 12289}),
 ]
 
 

@@ -93,10 +93,9 @@ async def test_list_files_summary_names_every_file(registry, make_context):
     spec = registry.get("workspace.list_files").spec
     memory = derive_memory(spec, "art-1", arguments, ToolCallStatus.SUCCEEDED, result.payload, result.content_type,
                            datetime(2026, 11, 30, tzinfo=UTC))
+    assert "items: 4 [path|rows] — " in memory.summary
     for path, rows in SAMPLE_FILES.items():
-        assert f"path={path}" in memory.summary
-        if rows is not None:
-            assert f"path={path}, rows={rows}" in memory.summary
+        assert f"{path}|{rows if rows is not None else ''}" in memory.summary
 
 
 async def test_read_csv_returns_the_exact_bytes(registry, make_context):
