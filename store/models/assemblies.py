@@ -39,6 +39,7 @@ class ContextAssembly(Base):
             "created_at",
         ),
         Index("ix_context_assemblies_account_id_model_run_id", "account_id", "model_run_id"),
+        Index("ix_context_assemblies_account_id_branch_id", "account_id", "branch_id"),
     )
 
     id: Mapped[str] = id_column(primary_key=True)

@@ -90,6 +90,7 @@ class Branch(Base):
         CheckConstraint("parent_branch_id IS NULL OR parent_branch_id <> id", name="not_own_parent"),
         Index("ix_branches_account_id_parent_branch_id", "account_id", "parent_branch_id"),
         Index("ix_branches_account_id_conversation_id", "account_id", "conversation_id"),
+        Index("ix_branches_account_id_fork_message_id", "account_id", "fork_message_id"),
     )
 
     id: Mapped[str] = id_column(primary_key=True)
@@ -139,6 +140,7 @@ class Message(Base):
         enum_check("role", MessageRole),
         enum_check("visibility", VisibilityScope),
         Index("ix_messages_node", "account_id", "conversation_id", "branch_id", "seq"),
+        Index("ix_messages_account_id_model_run_id", "account_id", "model_run_id"),
         Index(
             "ix_messages_scope",
             "account_id",
@@ -188,6 +190,11 @@ class ModelRun(Base):
         enum_check("status", MODEL_RUN_STATUSES),
         Index("ix_model_runs_account_id_conversation_id_started_at", "account_id", "conversation_id", "started_at"),
         Index("ix_model_runs_account_id_started_at", "account_id", "started_at"),
+        # Foreign keys need an index on their referencing columns, or deleting the referenced row scans this table.
+        Index("ix_model_runs_account_id_message_id", "account_id", "message_id"),
+        Index("ix_model_runs_account_id_context_assembly_id", "account_id", "context_assembly_id"),
+        Index("ix_model_runs_account_id_parent_model_run_id", "account_id", "parent_model_run_id"),
+        Index("ix_model_runs_account_id_branch_id", "account_id", "branch_id"),
     )
 
     id: Mapped[str] = id_column(primary_key=True)

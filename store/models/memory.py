@@ -50,6 +50,7 @@ class ToolMemory(Base):
         Index("ix_tool_memories_node", "account_id", "conversation_id", "branch_id", "seq"),
         Index("ix_tool_memories_scope", "account_id", "conversation_id", "seq", postgresql_where=text(LIVE_SCOPE_SQL)),
         Index("ix_tool_memories_subject", "account_id", "conversation_id", "subject_key"),
+        Index("ix_tool_memories_account_id_model_run_id", "account_id", "model_run_id"),
     )
 
     id: Mapped[str] = id_column(primary_key=True)
@@ -161,6 +162,7 @@ class ContinuationCheckpoint(Base):
         enum_check("visibility", VisibilityScope),
         enum_check("privacy", PrivacyClass),
         Index("ix_continuation_checkpoints_node", "account_id", "conversation_id", "branch_id", "seq"),
+        Index("ix_continuation_checkpoints_account_id_model_run_id", "account_id", "model_run_id"),
         Index(
             "ix_continuation_checkpoints_scope",
             "account_id",

@@ -56,6 +56,7 @@ class ToolCall(Base):
             postgresql_where=text(PINNED_TOOL_CALL_SQL),
         ),
         Index("ix_tool_calls_updated", "account_id", "conversation_id", "updated_seq"),
+        Index("ix_tool_calls_account_id_model_run_id", "account_id", "model_run_id"),
     )
 
     id: Mapped[str] = id_column(primary_key=True)
@@ -112,6 +113,7 @@ class ToolArtifact(Base):
         Index("ix_tool_artifacts_node", "account_id", "conversation_id", "branch_id", "seq"),
         Index("ix_tool_artifacts_scope", "account_id", "conversation_id", "seq", postgresql_where=text(LIVE_SCOPE_SQL)),
         Index("ix_tool_artifacts_account_id_sha256", "account_id", "sha256"),
+        Index("ix_tool_artifacts_account_id_model_run_id", "account_id", "model_run_id"),
     )
 
     id: Mapped[str] = id_column(primary_key=True)

@@ -39,7 +39,7 @@ async def test_migrations_are_at_head_and_rerunnable(engine: AsyncEngine) -> Non
         trigger = await connection.scalar(
             text("SELECT tgname FROM pg_trigger WHERE tgname = 'branches_no_cycle'")
         )
-    assert version == "0001"
+    assert version == "0002"
     assert set(metadata.tables) <= tables
     assert trigger == "branches_no_cycle"
 
@@ -70,3 +70,35 @@ async def test_enum_checks_in_the_database_match_the_models(engine: AsyncEngine)
         )
         actual = {name: set(re.findall(r"'([^']*)'", definition)) for name, definition in rows}
     assert actual == expected
+
+
+# Participants are a handful per conversation and a conversation has one root
+# branch: a scan of those to check a reference is cheap. Everything else grows
+# with the history, and an unindexed reference makes deletes quadratic.
+_SMALL_REFERENCES = {"participants"}
+_SMALL_REFERRERS = {"conversations"}
+
+
+async def test_every_growing_foreign_key_is_backed_by_an_index(engine: AsyncEngine) -> None:
+    async with engine.connect() as connection:
+        rows = (await connection.execute(text("""
+            SELECT c.conname, c.conrelid::regclass::text AS referrer, c.confrelid::regclass::text AS referenced,
+                   ARRAY(SELECT a.attname FROM unnest(c.conkey) k
+                         JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = k) AS columns,
+                   ARRAY(SELECT ARRAY(SELECT a.attname FROM unnest(i.indkey::int2[]) WITH ORDINALITY AS x(k, n)
+                                      JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = x.k
+                                      ORDER BY x.n)::text
+                         FROM pg_index i WHERE i.indrelid = c.conrelid) AS indexes
+            FROM pg_constraint c WHERE c.contype = 'f'
+        """))).all()
+    assert rows, "no foreign keys found"
+    unbacked = []
+    for name, referrer, referenced, columns, indexes in rows:
+        if referenced in _SMALL_REFERENCES or referrer in _SMALL_REFERRERS:
+            continue
+        target = ([c for c in columns if c not in ("account_id", "conversation_id")] or columns)[-1]
+        leads = [index.strip("{}").split(",") for index in indexes]
+        if not any(lead[:2] == ["account_id", target] or lead[0] == target
+                   or set(lead[: len(columns)]) == set(columns) for lead in leads):
+            unbacked.append(f"{referrer}.{target} -> {referenced} ({name})")
+    assert unbacked == []
