@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -40,8 +41,9 @@ from store import conversations, messages as message_store
 from store.errors import ArtifactStoreError
 from store.payloads import read_artifact_payload
 
-DEFAULT_TRACES = Path("../shared/data/traces/traces.jsonl")
-"""Relative to the repository root."""
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_TRACES = Path(os.environ.get("DOSSIER_TRACES") or REPO_ROOT.parent / "shared/data/traces/traces.jsonl").absolute()
+"""``$DOSSIER_TRACES``, else ``../shared/data/traces/traces.jsonl`` next to the repository."""
 PROVIDER_ROUTE = "openai"
 """The participant's provider, hence the policy route (the agents were OpenAI-style models)."""
 START = datetime(2026, 1, 1, 9, 0, tzinfo=UTC)
@@ -52,6 +54,8 @@ def load_traces(path: str | Path, limit: int | None = None) -> list[dict[str, An
     out: list[dict[str, Any]] = []
     if limit is not None and limit <= 0:
         return out
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"no trajectory file at {path}: pass --traces PATH or set DOSSIER_TRACES")
     with open(path, encoding="utf-8") as handle:
         for line in handle:
             if line.strip():

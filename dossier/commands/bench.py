@@ -204,6 +204,14 @@ def _suite(args: argparse.Namespace) -> int:
     if unknown:
         print(f"dossier: error: unknown part(s) {unknown}; known: {', '.join(PARTS)}", file=sys.stderr)
         return 2
+    if "traces" in parts:
+        from dossier.bench.traces import DEFAULT_TRACES
+
+        trajectories = Path(args.traces or DEFAULT_TRACES)
+        if not trajectories.is_file():  # fail before the other parts run, not after
+            print(f"dossier: error: no trajectory file at {trajectories}: pass --traces PATH or set "
+                  "DOSSIER_TRACES", file=sys.stderr)
+            return 2
     results = asyncio.run(run_suite(Settings(), Path(args.out), parts=parts, quick=args.quick,
                                     traces=args.traces, progress=lambda line: print(line, file=sys.stderr)))
     for result in results:

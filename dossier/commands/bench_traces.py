@@ -29,7 +29,7 @@ def register_traces(actions: argparse._SubParsersAction) -> None:
         description=__doc__.split("\n\n", 1)[1],
     )
     traces.add_argument("--traces", default=str(DEFAULT_TRACES), metavar="PATH",
-                        help=f"JSONL file of trajectories (default: {DEFAULT_TRACES}, relative to the repo root)")
+                        help=f"JSONL file of trajectories (default: $DOSSIER_TRACES, else {DEFAULT_TRACES})")
     traces.add_argument("--json", action="store_true", help="print one JSON object keyed by strategy")
     traces.add_argument("--limit", type=int, default=None, metavar="N", help="only the first N trajectories")
     traces.add_argument("--concurrency", type=int, default=4, metavar="N",
