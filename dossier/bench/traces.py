@@ -42,7 +42,9 @@ from store.errors import ArtifactStoreError
 from store.payloads import read_artifact_payload
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_TRACES = Path(os.environ.get("DOSSIER_TRACES") or REPO_ROOT.parent / "shared/data/traces/traces.jsonl").absolute()
+DEFAULT_TRACES = Path(
+    os.environ.get("DOSSIER_TRACES") or REPO_ROOT.parent / "shared/data/traces/traces.jsonl"
+).absolute()
 """``$DOSSIER_TRACES``, else ``../shared/data/traces/traces.jsonl`` next to the repository."""
 PROVIDER_ROUTE = "openai"
 """The participant's provider, hence the policy route (the agents were OpenAI-style models)."""
