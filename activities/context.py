@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from activities.deps import GraphDeps
-from policy.assembler import AssemblyResult, render_context, select_context
+from policy.assembler import AssemblyResult, Selection, render_context, select_context
 from policy.records import CandidateSet, GenerationBoundary, PolicyDecisionRecord
 from store.assemblies import save_context_assembly
 from store.candidates import load_candidates
@@ -38,6 +38,41 @@ class AssembledContext:
 
 def _ms(start: float) -> float:
     return round((time.perf_counter() - start) * 1000, 3)
+
+
+async def read_planned_payloads(
+    deps: GraphDeps, account_id: str, selection: Selection, cache: dict[str, bytes] | None = None
+) -> tuple[dict[str, bytes], dict[str, str]]:
+    """The raw bytes a selection plans to show, hash-verified, and why any could not be read.
+
+    Args:
+        deps: the graph and artifact store.
+        account_id: the account the artifacts belong to.
+        selection: the output of ``select_context``.
+        cache: bytes already read (by artifact id); filled with what this call reads,
+            so several selections over one snapshot read each object once.
+
+    Returns:
+        ``(raw, unavailable)``: bytes by artifact id, and the reason for each
+        planned artifact whose object is missing or failed its sha256 check.
+    """
+    raw: dict[str, bytes] = {}
+    unavailable: dict[str, str] = {}
+    cache = {} if cache is None else cache
+    missing = [p.artifact_id for p in selection.rehydration if p.artifact_id not in cache]
+    if missing:  # no session checkout when nothing is planned (the common case)
+        async with deps.sessions() as session:
+            for artifact_id in dict.fromkeys(missing):
+                try:
+                    cache[artifact_id] = await read_artifact_payload(session, deps.artifacts, account_id, artifact_id)
+                except ArtifactNotFoundError:
+                    unavailable[artifact_id] = "the stored object is missing"
+                except ArtifactIntegrityError:
+                    unavailable[artifact_id] = "the stored bytes failed their sha256 check"
+    for planned in selection.rehydration:
+        if planned.artifact_id in cache:
+            raw[planned.artifact_id] = cache[planned.artifact_id]
+    return raw, unavailable
 
 
 async def assemble_context(
@@ -84,18 +119,7 @@ async def assemble_context(
     selection = select_context(deps.policy, boundary, candidates, deps.counter)
     policy_ms = _ms(start)
 
-    raw: dict[str, bytes] = {}
-    unavailable: dict[str, str] = {}
-    async with deps.sessions() as session:
-        for planned in selection.rehydration:
-            try:
-                raw[planned.artifact_id] = await read_artifact_payload(
-                    session, deps.artifacts, boundary.account_id, planned.artifact_id
-                )
-            except ArtifactNotFoundError:
-                unavailable[planned.artifact_id] = "the stored object is missing"
-            except ArtifactIntegrityError:
-                unavailable[planned.artifact_id] = "the stored bytes failed their sha256 check"
+    raw, unavailable = await read_planned_payloads(deps, boundary.account_id, selection)
 
     start = time.perf_counter()
     result = render_context(selection, raw, deps.counter, unavailable)

@@ -674,7 +674,11 @@ def _plan_unread(
         ref = f"artifact:{artifact.id}"
         if artifact.content_type == FILE_CONTENT_TYPE or artifact.status is not ToolCallStatus.SUCCEEDED:
             continue  # a file handle's line already says all of it; an error shows as recovery state
-        if admit(artifact, artifact.privacy, viewer) or artifact.privacy not in viewer.route.raw_allowed:
+        denial = admit(artifact, artifact.privacy, viewer)
+        if denial:
+            ledger.deny("first_read", ref, denial)
+            continue
+        if artifact.privacy not in viewer.route.raw_allowed:
             ledger.decide("first_read", ref, DecisionOutcome.OMITTED,
                           f"unread result stays a summary: raw {artifact.privacy.value} not allowed on route "
                           f"{viewer.route.name}", OmissionReason.RAW_PRIVACY)

@@ -12,8 +12,12 @@ within a character budget:
 * free text (long or multi-line strings such as e-mail bodies, snippets,
   descriptions) never enters a summary: it stays in the raw artifact, which
   the memory's locator addresses and rehydration can fetch;
-* a list shows its length and as many leading items as the budget allows,
-  each by its best few fields, then ``(+N more)``.
+* a list of records is a table: its length, the fields every record shares
+  said once, a header of columns (declared fields, else the best six), then
+  as many ``|``-separated rows as the budget allows and ``(+N more)``; a map
+  of records keyed by id reads the same way; a list of scalars shows as many
+  values as fit;
+* the default budget grows with the result (:func:`summary_budget`).
 
 Output depends only on the payload, the spec and the budget: no dict-order
 surprises (JSON object order is part of the bytes) and no randomness.
@@ -22,6 +26,8 @@ surprises (JSON object order is part of the bytes) and no randomness.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
+from itertools import islice
 from typing import Any
 
 from policy.records import canonical_json
@@ -193,16 +199,25 @@ def _table(label: str, items: list[dict[str, Any]], declared: list[str], room: i
     if not columns:
         return head
     head += f" [{'|'.join(columns)}] — "
+    cells = ("|".join(scalar(row[k]).replace("|", "/") if _is_scalar(row.get(k)) else "" for k in columns)
+             for row in rows)
+    return _fit(head, cells, len(rows), "; ", room)
+
+
+def _fit(head: str, texts: Iterable[str], total: int, sep: str, room: int) -> str:
+    """``head`` and as many of ``texts`` as fit in ``room`` chars (at least one), then ``(+k more)``.
+
+    ``total`` is how many items there are; at most ``2 * MAX_ITEMS`` are shown.
+    """
     shown: list[str] = []
-    for row in rows[:MAX_ITEMS * 2]:
-        text = "|".join(scalar(row[k]).replace("|", "/") if _is_scalar(row.get(k)) else "" for k in columns)
-        more = len(rows) - len(shown) - 1
+    for text in islice(texts, MAX_ITEMS * 2):
+        more = total - len(shown) - 1
         tail = f" (+{more} more)" if more else ""
-        if shown and len(head) + len("; ".join([*shown, text])) + len(tail) > room:
+        if shown and len(head) + len(sep.join([*shown, text])) + len(tail) > room:
             break
         shown.append(text)
-    hidden = len(rows) - len(shown)
-    return head + "; ".join(shown) + (f" (+{hidden} more)" if hidden else "")
+    hidden = total - len(shown)
+    return head + sep.join(shown) + (f" (+{hidden} more)" if hidden else "")
 
 
 def keyed_records(value: dict[str, Any]) -> list[dict[str, Any]] | None:
@@ -224,18 +239,7 @@ def list_part(label: str, items: list[Any], declared: list[str], room: int) -> s
         return f"{label}: none"
     if all(isinstance(item, dict) for item in items):
         return _table(label, items, declared, room)
-    head = f"{label}: {len(items)} — "
-    shown: list[str] = []
-    for item in items[:MAX_ITEMS * 2]:
-        text = scalar(item) if _is_scalar(item) else canonical_json(item)
-        text = text if len(text) <= MAX_VALUE_CHARS else text[: MAX_VALUE_CHARS - 1] + "…"
-        more = len(items) - len(shown) - 1
-        tail = f" (+{more} more)" if more else ""
-        if shown and len(head) + len(", ".join([*shown, text])) + len(tail) > room:
-            break
-        shown.append(text)
-    hidden = len(items) - len(shown)
-    return head + ", ".join(shown) + (f" (+{hidden} more)" if hidden else "")
+    return _fit(f"{label}: {len(items)} — ", (scalar(item) for item in items), len(items), ", ", room)
 
 
 def json_summary(
@@ -285,8 +289,8 @@ def json_summary(
             share = room if key in declared or not value else room // max(lists_left, 1)
             lists_left -= bool(value) and key not in declared
             text = list_part(key, value, _declared(fields, key), max(share, 60))
-        elif isinstance(value, dict) and keyed_records(value) is not None:
-            text = list_part(key, keyed_records(value), _declared(fields, key), max(room // max(lists_left, 1), 60))
+        elif isinstance(value, dict) and (records := keyed_records(value)) is not None:
+            text = list_part(key, records, _declared(fields, key), max(room // max(lists_left, 1), 60))
         elif isinstance(value, dict):
             inner = _declared(fields, key)
             keys = [k for k in _ranked_keys(value, inner)

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from activities.capture import ToolOutcome, begin_tool_call, capture_tool_result
-from activities.context import assemble_context
+from activities.context import assemble_context, read_planned_payloads
 from activities.deps import GraphDeps
 from activities.memory import derive_tool_memory, memory_id_for
 from dossier.bench.peers import DEFAULT_BUDGET, peer_strategies
@@ -38,8 +38,6 @@ from policy.enums import MessageRole, RuntimeKind, ToolCallStatus
 from policy.records import GenerationBoundary, ToolCallRequest
 from policy.tokens import MESSAGE_OVERHEAD_TOKENS
 from store import conversations, messages as message_store
-from store.errors import ArtifactStoreError
-from store.payloads import read_artifact_payload
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_TRACES = Path(
@@ -171,20 +169,15 @@ class _Import:
         await derive_tool_memory(self.deps, self.account_id, artifact.id)
 
 
-async def _reassemble(deps: GraphDeps, boundary: GenerationBoundary, candidates, budget: int):
-    """The same policy on the same candidate snapshot with another budget (pure; not persisted)."""
+async def _reassemble(deps: GraphDeps, boundary: GenerationBoundary, candidates, budget: int,
+                      cache: dict[str, bytes]):
+    """The same policy on the same candidate snapshot with another budget (pure; not persisted).
+
+    ``cache`` holds the raw bytes already read for this call, so the variants read each object once.
+    """
     bounded = boundary.model_copy(update={"token_budget": budget})
     selection = select_context(deps.policy, bounded, candidates, deps.counter)
-    raw: dict[str, bytes] = {}
-    unavailable: dict[str, str] = {}
-    if selection.rehydration:
-        async with deps.sessions() as session:
-            for planned in selection.rehydration:
-                try:
-                    raw[planned.artifact_id] = await read_artifact_payload(
-                        session, deps.artifacts, boundary.account_id, planned.artifact_id)
-                except ArtifactStoreError as error:
-                    unavailable[planned.artifact_id] = type(error).__name__
+    raw, unavailable = await read_planned_payloads(deps, boundary.account_id, selection, cache)
     return render_context(selection, raw, deps.counter, unavailable)
 
 
@@ -265,9 +258,10 @@ async def run_trace(deps: GraphDeps, account_id: str, trace: dict[str, Any], pee
             assembled = await assemble_context(deps, importer.boundary(index, run_id))
             row.assembly_id = assembled.assembly_id
             variants = [("dossier", assembled.result)]
+            payloads: dict[str, bytes] = {}
             for name, budget in peer_tokens.items():
                 variants.append((f"dossier@{name}", await _reassemble(
-                    deps, importer.boundary(index, run_id), assembled.candidates, budget)))
+                    deps, importer.boundary(index, run_id), assembled.candidates, budget, payloads)))
             for name, result in variants:
                 context = result.to_openai()
                 row.add(name, count_tokens(context, counter), system_tokens,
