@@ -1,6 +1,6 @@
 # Dossier developer entry points. Every target is safe to run again.
 #
-#   make venv           .venv with the project and its test and bench extras (re-installs only when pyproject.toml changes)
+#   make venv           .venv with the runtime, its test extra and the development harness (re-installs only when a pyproject.toml changes)
 #   make test           the whole test suite; it starts the embedded services it needs
 #   make run            start the embedded stack (Postgres, S3, Temporal, worker) and run the demo agent session
 #   make bench          every benchmark part into bench-results/ (tables, JSON, plots; takes a while)
@@ -23,9 +23,10 @@ $(VENV)/bin/python:
 		echo "       Run e.g. 'make PYTHON=python3.11 ...'." >&2; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 
-# The stamp is newer than pyproject.toml once the install succeeded; a failed install leaves no stamp.
-$(STAMP): pyproject.toml | $(VENV)/bin/python
-	$(VENV)/bin/python -m pip install --quiet -e '.[test,bench]'
+# The stamp is newer than both pyproject.toml files once the install succeeded; a failed install leaves no stamp.
+# harness/ (seed scenarios, benchmarks) is a distribution of its own, so the runtime wheel never ships it.
+$(STAMP): pyproject.toml harness/pyproject.toml | $(VENV)/bin/python
+	$(VENV)/bin/python -m pip install --quiet -e '.[test]' -e ./harness
 	touch $@
 
 test: venv

@@ -6,7 +6,7 @@ tests); nothing here builds a connection at import time.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -32,8 +32,9 @@ class GraphDeps:
     """Raw payloads over the S3 API."""
     counter: TokenCounter
     """Token counter injected into the policy (tiktoken in production)."""
-    catalog: ToolCatalog = field(default_factory=ToolCatalog)
-    """Privacy/freshness metadata of known tools."""
+    catalog: ToolCatalog
+    """Privacy/freshness metadata of the tools in force. Required: a tool missing
+    here is captured and derived under the fail-safe default spec instead of its own."""
     policy: ContextPolicy = DEFAULT_POLICY
     """The context policy in force."""
     limits: CandidateLimits = DEFAULT_LIMITS

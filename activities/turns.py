@@ -47,9 +47,9 @@ from contracts import (
     ToolPlan,
     ToolStepResult,
 )
-from dossier.providers.base import ModelProvider, ModelRequest, ProviderError, provider_for
-from dossier.tools.base import ToolContext, ToolError, UnknownToolError
-from dossier.tools.registry import ToolRegistry, canonical_name
+from activities.providers.base import ModelRequest, ProviderError, ProviderFactory, provider_for
+from activities.tools.base import ToolContext, ToolError, UnknownToolError
+from activities.tools.registry import ToolRegistry, canonical_name
 from policy.enums import DecisionOutcome, MessageRole, RuntimeKind, ToolCallStatus, VisibilityScope
 from policy.records import ChatMessage, GenerationBoundary, PolicyDecisionRecord, ToolCallRequest
 from store import conversations, memories, messages
@@ -58,8 +58,6 @@ from store.errors import IntegrityViolation, NotFoundError, StoreError, Transien
 
 _MESSAGE_NAMESPACE = uuid.UUID("3c1f6f0e-7d54-4b7a-9e1b-2a6f0d9c4e11")
 
-ProviderFactory = Callable[[str], tuple[ModelProvider, str]]
-"""``"scripted:analyst"`` -> (provider, model name)."""
 
 
 def message_id_for(model_run_id: str) -> str:
@@ -386,4 +384,4 @@ def _waiting_text(arguments: dict[str, Any]) -> str:
     return f"the user to answer: {prompt}" if isinstance(prompt, str) and prompt else "the user's answer"
 
 
-__all__ = ["ProviderFactory", "TransientStoreError", "TurnActivities", "message_id_for"]
+__all__ = ["TurnActivities", "message_id_for"]

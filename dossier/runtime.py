@@ -1,28 +1,76 @@
-"""The composition root: from :class:`Settings` to ready-to-use graph dependencies.
+"""The composition root: from :class:`Settings` to a connected runtime.
 
-The CLI, the benchmarks and the Temporal worker all connect the same way:
-ensure the services (embedded unless an address is configured), migrate the
-schema to head with Alembic, make sure the artifact bucket exists, and build a
-:class:`GraphDeps` with the tiktoken counter named in the settings.
+The worker process, the client, the CLI and the benchmarks all connect the
+same way, through this module and nothing else:
+
+1. ensure the services (embedded unless an address is configured);
+2. migrate the schema to head with Alembic and make sure the bucket exists;
+3. build :class:`~activities.deps.GraphDeps` with the tiktoken counter named
+   in the settings and the policy metadata of the tool registry in force;
+4. for a worker, register every workflow and activity on the task queue.
+
+Nothing here runs at import time. ``worker.py`` (and ``dossier worker``) call
+:func:`run_worker`; nothing imports ``worker.py``.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterable
+import logging
+import signal
+from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import replace
+from pathlib import Path
 
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import Worker
 
 from activities.deps import GraphDeps
+from activities.providers.base import ProviderFactory, provider_for
 from activities.tokens import token_counter
+from activities.tools.registry import ToolRegistry, default_registry
+from activities.turns import TurnActivities
 from dossier.services import DEFAULT_SERVICES, Endpoints, ensure_services
 from dossier.settings import Settings
+from policy.tokens import TokenCounter
 from store.artifacts import ArtifactStore
 from store.db import create_engine, create_sessionmaker
 from store.migrate import upgrade
+from workflows import ALL_WORKFLOWS
+
+logger = logging.getLogger(__name__)
+
+SAMPLE_WORKSPACE = Path(__file__).parent / "workspace"
+"""The sample dataset shipped with Dossier: the folder the workspace tools read by default."""
+
+
+def graph_deps(
+    sessions: async_sessionmaker[AsyncSession],
+    artifacts: ArtifactStore,
+    counter: TokenCounter,
+    *,
+    tools: ToolRegistry | None = None,
+    **overrides: object,
+) -> GraphDeps:
+    """The dependencies every I/O step needs, with the tool registry's policy metadata.
+
+    Args:
+        sessions: the Postgres session factory.
+        artifacts: the artifact store.
+        counter: the token counter.
+        tools: the tool registry in force (default: :func:`default_registry`); its
+            catalog is what capture and derivation read a tool's privacy and freshness from.
+        **overrides: other :class:`GraphDeps` fields (policy, limits, inline_max_bytes).
+
+    Returns:
+        The dependencies.
+    """
+    registry = tools or default_registry()
+    return GraphDeps(sessions=sessions, artifacts=artifacts, counter=counter, catalog=registry.catalog(),
+                     **overrides)  # type: ignore[arg-type]
 
 
 def artifact_store_for(endpoints: Endpoints, bucket: str | None = None) -> ArtifactStore:
@@ -34,6 +82,9 @@ def artifact_store_for(endpoints: Endpoints, bucket: str | None = None) -> Artif
 
     Returns:
         An :class:`ArtifactStore` (the bucket is not created here).
+
+    Raises:
+        ValueError: no S3 endpoint.
     """
     if endpoints.s3_endpoint is None:
         raise ValueError("no S3 endpoint: ensure the 's3' service or set S3_ENDPOINT")
@@ -51,6 +102,9 @@ async def temporal_client(settings: Settings) -> Client:
     """A Temporal client for the configured (or embedded) server, with the pydantic converter.
 
     Ensures the embedded dev server when ``TEMPORAL_ADDRESS`` is unset.
+
+    Raises:
+        ValueError: no Temporal address.
     """
     endpoints = await asyncio.to_thread(ensure_services, settings, ("temporal",))
     if endpoints.temporal_address is None:
@@ -66,6 +120,7 @@ async def open_graph(
     *,
     services: Iterable[str] = DEFAULT_SERVICES,
     migrate: bool = True,
+    tools: ToolRegistry | None = None,
     **overrides: object,
 ) -> AsyncIterator[GraphDeps]:
     """Connect to Postgres and S3 and yield the dependencies every activity uses.
@@ -74,10 +129,14 @@ async def open_graph(
         settings: the configuration.
         services: which services to ensure (Postgres and S3 are always needed).
         migrate: run ``alembic upgrade head`` first (idempotent).
-        **overrides: fields of :class:`GraphDeps` to replace (policy, catalog, limits...).
+        tools: the tool registry in force (default: :func:`default_registry`).
+        **overrides: fields of :class:`GraphDeps` to replace (policy, limits, inline_max_bytes...).
 
     Yields:
         Ready dependencies; the engine is disposed on exit.
+
+    Raises:
+        ValueError: no database or S3 endpoint.
     """
     wanted = tuple(dict.fromkeys((*DEFAULT_SERVICES, *services)))
     # ensure_services blocks (it may start processes and wait for ports): keep the loop free.
@@ -91,11 +150,78 @@ async def open_graph(
     await artifacts.ensure_bucket()
     engine = create_engine(url)
     try:
-        deps = GraphDeps(
-            sessions=create_sessionmaker(engine),
-            artifacts=artifacts,
-            counter=token_counter(settings.tiktoken_encoding),
-        )
+        deps = graph_deps(create_sessionmaker(engine), artifacts, token_counter(settings.tiktoken_encoding),
+                          tools=tools)
         yield replace(deps, **overrides) if overrides else deps
     finally:
         await engine.dispose()
+
+
+def build_worker(
+    client: Client,
+    deps: GraphDeps,
+    *,
+    task_queue: str,
+    tools: ToolRegistry | None = None,
+    providers: ProviderFactory = provider_for,
+    workspace: Path = SAMPLE_WORKSPACE,
+    workflow_failure_exception_types: Sequence[type[BaseException]] = (),
+) -> Worker:
+    """A worker with every Dossier workflow and activity registered.
+
+    Args:
+        client: a Temporal client using the pydantic data converter.
+        deps: graph dependencies from :func:`open_graph` or :func:`graph_deps`.
+        task_queue: the task queue to poll.
+        tools: the tool registry (default: :func:`default_registry`); ``deps`` must
+            have been built for it.
+        providers: model spec -> provider.
+        workspace: the data folder the workspace tools read.
+        workflow_failure_exception_types: fail workflows (not just tasks) on these (tests).
+
+    Returns:
+        The worker, not yet running.
+
+    Raises:
+        ValueError: ``deps`` lacks the policy metadata of a registered tool.
+    """
+    tools = tools or default_registry()
+    missing = sorted({tool.name for tool in tools} - {spec.name for spec in deps.catalog.tools})
+    if missing:
+        raise ValueError(f"the graph dependencies were built without the specs of {missing}: "
+                         "build them with dossier.runtime.graph_deps(tools=...) or open_graph(tools=...)")
+    activities = TurnActivities(deps=deps, tools=tools, workspace=workspace, providers=providers)
+    return Worker(
+        client,
+        task_queue=task_queue,
+        workflows=ALL_WORKFLOWS,
+        activities=activities.all(),
+        workflow_failure_exception_types=list(workflow_failure_exception_types),
+    )
+
+
+async def run_worker(settings: Settings) -> None:
+    """Connect everything and poll until SIGINT or SIGTERM, then drain and stop."""
+    async with open_graph(settings, services=("postgres", "s3", "temporal")) as deps:
+        client = await temporal_client(settings)
+        worker = build_worker(client, deps, task_queue=settings.temporal_task_queue)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, stop.set)
+        # The embedded worker service waits for this line (dossier.services.worker.READY_LINE).
+        logger.info("worker polling %s on %s", settings.temporal_task_queue, client.service_client.config.target_host)
+        async with worker:
+            await stop.wait()
+        logger.info("worker stopped")
+
+
+__all__ = [
+    "SAMPLE_WORKSPACE",
+    "artifact_store_for",
+    "build_worker",
+    "graph_deps",
+    "open_graph",
+    "run_worker",
+    "temporal_client",
+]

@@ -1,6 +1,6 @@
 """Engine and session factories. Nothing here runs at import time.
 
-The composition root (``worker.py``) builds one engine and one session
+The composition root (:mod:`dossier.runtime`) builds one engine and one session
 factory and hands the factory to whoever needs it; store functions take the
 caller's ``AsyncSession`` and never open or commit one themselves.
 """

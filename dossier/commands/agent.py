@@ -221,7 +221,9 @@ async def _runs(args: argparse.Namespace) -> int:
 
 
 def _worker(args: argparse.Namespace) -> int:
-    from worker import main
+    from dossier.log import configure_logging
+    from dossier.runtime import run_worker  # heavy (Temporal, SQLAlchemy): only for this command
 
-    main()
+    configure_logging()
+    asyncio.run(run_worker(Settings()))
     return 0

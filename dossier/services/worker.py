@@ -23,7 +23,7 @@ from dossier.settings import Settings
 NAME = "worker"
 START_TIMEOUT = 60.0
 READY_LINE = "worker polling"
-"""What worker.py logs once its Temporal worker polls the task queue."""
+"""What the worker logs (``dossier.runtime.run_worker``) once it polls the task queue."""
 
 
 class WorkerRecord(BaseModel):

@@ -24,6 +24,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from activities.deps import GraphDeps
 from activities.tokens import token_counter
+from dossier.runtime import graph_deps as runtime_graph_deps
 from dossier.services import Endpoints
 from dossier.services.process import find_binary
 from dossier.services.s3 import client as s3_client
@@ -124,12 +125,12 @@ async def artifact_store(endpoints: Endpoints, s3_bucket: str) -> ArtifactStore:
 
 @pytest.fixture(scope="session")
 def graph_deps(sessions: async_sessionmaker[AsyncSession], artifact_store: ArtifactStore) -> GraphDeps:
-    """What every activity gets from the worker: sessions, artifact store, tiktoken counter.
+    """What every activity gets from the worker: sessions, artifact store, tiktoken counter, tool catalog.
 
     The inline threshold is 0, so every payload takes the S3 path and
     scenarios exercise the object store as a large payload would.
     """
-    return GraphDeps(sessions=sessions, artifacts=artifact_store, counter=token_counter(), inline_max_bytes=0)
+    return runtime_graph_deps(sessions, artifact_store, token_counter(), inline_max_bytes=0)
 
 
 @pytest.fixture(scope="session")

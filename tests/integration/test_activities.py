@@ -29,7 +29,7 @@ from activities.deps import GraphDeps
 from activities.errors import ToolOutcomeError
 from activities.memory import derive_tool_memory, memory_id_for
 from activities.provenance import verify_provenance
-from dossier.scenarios.runner import context_text
+from harness.scenarios.runner import context_text
 from policy.enums import MessageRole, PrivacyClass, ResolutionStatus, RuntimeKind, ToolCallStatus
 from policy.errors import UnknownParticipantError
 from policy.records import EvidenceRequest, GenerationBoundary

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from activities.deps import GraphDeps
-from dossier.bench.growth import QUICK_BRANCHES, QUICK_PARTICIPANTS, run_growth
+from harness.bench.growth import QUICK_BRANCHES, QUICK_PARTICIPANTS, run_growth
 
 
 async def test_growth_quick_mode_reports_every_size(graph_deps: GraphDeps) -> None:

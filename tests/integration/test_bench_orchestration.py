@@ -12,8 +12,8 @@ import json
 from temporalio.testing import WorkflowEnvironment
 
 from activities.deps import GraphDeps
-from dossier.bench.orchestration import OrchestrationReport, run_orchestration
-from dossier.bench.orchestration_agent import MODEL_CALLS_PER_TURN, TOOL_CALLS_PER_TURN, blob_payload
+from harness.bench.orchestration import OrchestrationReport, run_orchestration
+from harness.bench.orchestration_agent import MODEL_CALLS_PER_TURN, TOOL_CALLS_PER_TURN, blob_payload
 
 
 def test_the_bench_blob_is_deterministic_and_about_the_requested_size() -> None:

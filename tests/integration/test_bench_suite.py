@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from dossier.bench.suite import run_suite
+from harness.bench.suite import run_suite
 from dossier.settings import Settings
 
 

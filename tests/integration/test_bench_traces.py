@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from dossier.bench.traces import run_traces_with
-from dossier.commands.bench_traces import register_traces
+from harness.bench.traces import run_traces_with
+from harness.commands.bench_traces import register_traces
 from store.assemblies import get_context_assembly
 
 FIXTURE = Path(__file__).parent / "data" / "bench_traces_fixture.jsonl"

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from dossier.scenarios import all_scenarios
-from dossier.scenarios.runner import run_scenario, reassemble
+from harness.scenarios import all_scenarios
+from harness.scenarios.runner import run_scenario, reassemble
 from store import graph
 
 SCENARIOS = all_scenarios()

@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 from minio import Minio
 
-from dossier.providers.base import ModelRequest
-from dossier.providers.scripted import ScriptedProvider
-from dossier.tools.base import ToolContext
-from dossier.tools.registry import ToolRegistry, default_registry
-from dossier.tools.workspace import DEFAULT_WORKSPACE
+from activities.providers.base import ModelRequest
+from activities.providers.scripted import ScriptedProvider
+from activities.tools.base import ToolContext
+from activities.tools.registry import ToolRegistry, default_registry
+from dossier.runtime import SAMPLE_WORKSPACE
 from policy.assembler import assemble, short_ids_for
 from policy.derive import FILE_CONTENT_TYPE, derive_memory
 from policy.enums import MessageRole, PrivacyClass, RuntimeKind, ToolCallStatus, VisibilityScope
@@ -48,7 +48,7 @@ REPORT = (
 
 
 def _context(store: ArtifactStore, account: str, attempt: int = 1) -> ToolContext:
-    return ToolContext(account_id=account, tool_call_id="tc-s3", attempt=attempt, workspace=DEFAULT_WORKSPACE,
+    return ToolContext(account_id=account, tool_call_id="tc-s3", attempt=attempt, workspace=SAMPLE_WORKSPACE,
                        artifacts=store)
 
 

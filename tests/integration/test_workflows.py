@@ -36,7 +36,7 @@ from store import conversations, memories, messages
 from store import tools as tool_store
 from store.assemblies import get_context_assembly, list_context_assemblies
 from store.models import ToolArtifact, ToolCall
-from worker import build_worker
+from dossier.runtime import build_worker
 from workflows import ALL_WORKFLOWS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -235,7 +235,7 @@ async def test_subagent_raw_payloads_stay_out_of_the_parent_while_reports_and_fi
     parent_view = await _assembly_text(dossier, resume.result.model_run_ids[0])
     assert "report:" in parent_view and "generated file" in parent_view
     # The children's raw CSV rows never reach the parent.
-    raw_q3 = (ROOT / "dossier/tools/workspace/sales/2026-q3-orders.csv").read_text().splitlines()
+    raw_q3 = (ROOT / "dossier/workspace/sales/2026-q3-orders.csv").read_text().splitlines()
     assert not any(line in parent_view for line in raw_q3[1:6])
     # The restore from the batch checkpoint is logged as a policy decision.
     async with dossier.deps.sessions() as session:

@@ -580,11 +580,13 @@ def test_pip_install_ships_every_module_the_worker_imports() -> None:
     assert "worker" in root_modules
     assert root_modules <= modules, f"root modules missing from [tool.setuptools] py-modules: {root_modules - modules}"
     include = config["packages"]["find"]["include"]
-    packages = {p.name for p in REPO.iterdir() if (p / "__init__.py").is_file() and p.name != "tests"}
+    # tests and the development harness (its own distribution, harness/pyproject.toml) stay out of the wheel.
+    packages = {p.name for p in REPO.iterdir() if (p / "__init__.py").is_file() and p.name not in ("tests", "harness")}
     for required in ("policy", "store", "activities", "workflows", "dossier"):
         assert required in packages
     for package in packages:
         assert any(fnmatch.fnmatch(package, pattern) for pattern in include), f"{package} is not packaged"
+    assert not any(fnmatch.fnmatch("harness", pattern) for pattern in include), "the harness must not ship"
 
 
 def test_build_context_keeps_what_the_build_needs_and_drops_local_state() -> None:

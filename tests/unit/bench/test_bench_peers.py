@@ -7,7 +7,7 @@ import json
 import pytest
 
 from activities.tokens import token_counter
-from dossier.bench.peers import (
+from harness.bench.peers import (
     ANTHROPIC_PLACEHOLDER,
     AnthropicClearToolUses,
     LangChainClearToolUses,
@@ -18,8 +18,8 @@ from dossier.bench.peers import (
     peer_strategies,
     to_response_items,
 )
-from dossier.bench.strategy import CallInput, count_tokens
-from dossier.bench.traces_measure import call_values, is_strict, occurs, trace_calls
+from harness.bench.strategy import CallInput, count_tokens
+from harness.bench.traces_measure import call_values, is_strict, occurs, trace_calls
 
 
 @pytest.fixture(scope="module")

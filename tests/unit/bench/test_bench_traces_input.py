@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from dossier.bench.traces import DEFAULT_TRACES, REPO_ROOT, load_traces
+from harness.bench.traces import DEFAULT_TRACES, REPO_ROOT, load_traces
 
 
 def test_the_default_does_not_depend_on_the_working_directory() -> None:

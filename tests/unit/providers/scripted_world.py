@@ -27,11 +27,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from dossier.providers.base import ModelRequest, ModelResponse
-from dossier.providers.scripted import ScriptedProvider
-from dossier.tools.base import ToolArgumentError, ToolContext, ToolError, ToolExecutionError, ToolResult
-from dossier.tools.registry import ToolRegistry, default_registry
-from dossier.tools.workspace import DEFAULT_WORKSPACE
+from activities.providers.base import ModelRequest, ModelResponse
+from activities.providers.scripted import ScriptedProvider
+from activities.tools.base import ToolArgumentError, ToolContext, ToolError, ToolExecutionError, ToolResult
+from activities.tools.registry import ToolRegistry, default_registry
+from dossier.runtime import SAMPLE_WORKSPACE
 from policy.assembler import AssemblyResult, assemble, short_ids_for
 from policy.derive import FILE_CONTENT_TYPE, derive_memory, link_memory
 from policy.enums import MessageRole, PrivacyClass, RuntimeKind, ToolCallStatus, VisibilityScope
@@ -102,7 +102,7 @@ class World:
         name: str = "Analyst",
         runtime_kind: RuntimeKind = RuntimeKind.CHAT,
         registry: ToolRegistry | None = None,
-        workspace: Path = DEFAULT_WORKSPACE,
+        workspace: Path = SAMPLE_WORKSPACE,
         stand_ins: dict[str, StandIn] | None = None,
         offer_tools: bool = True,
     ) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pydantic
 import pytest
 
-from dossier.providers.base import (
+from activities.providers.base import (
     ModelRequest,
     ModelResponse,
     ProviderError,
@@ -13,9 +13,9 @@ from dossier.providers.base import (
     parse_model_spec,
     provider_for,
 )
-from dossier.providers.scripted import ScriptedProvider, call_id, offered_tools
-from dossier.providers.scripts import SCRIPTS
-from dossier.tools.registry import default_registry
+from activities.providers.scripted import ScriptedProvider, call_id, offered_tools
+from activities.providers.scripted.scripts import SCRIPTS
+from activities.tools.registry import default_registry
 from policy.enums import MessageRole
 from policy.records import ChatMessage, ToolCallRequest
 

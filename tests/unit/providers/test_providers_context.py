@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from dossier.providers.context import ContextView, read_context, title_value
+from activities.providers.scripted.context import ContextView, read_context, title_value
 from policy.derive import derive_memory
 from policy.enums import FreshnessClass, MessageRole, PrivacyClass, ResolutionStatus, ToolCallStatus, VisibilityScope
 from policy.records import ChatMessage, CheckpointRecord, ToolCallRecord, ToolMemoryRecord

@@ -8,8 +8,8 @@ import shutil
 
 import pytest
 
-from dossier.providers.context import read_context
-from dossier.tools.workspace import DEFAULT_WORKSPACE
+from activities.providers.scripted.context import read_context
+from dossier.runtime import SAMPLE_WORKSPACE
 from policy.enums import ToolCallStatus
 from scripted_world import ACCOUNT, BUCKET, World, content_addressed_files
 
@@ -114,7 +114,7 @@ async def test_a_failed_write_is_reported_with_its_error(make_world):
 
 async def test_a_failed_read_is_reported_and_retried_when_asked(make_world, tmp_path):
     workspace = tmp_path / "ws"
-    shutil.copytree(DEFAULT_WORKSPACE, workspace)
+    shutil.copytree(SAMPLE_WORKSPACE, workspace)
     world = analyst(make_world, workspace=workspace)
     world.say("Summarise Q3 revenue by region.")
     await world.step()  # the listing

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from dossier.providers.scripts.conversation import sentence_limit
+from activities.providers.scripted.scripts.conversation import sentence_limit
 from policy.enums import PrivacyClass, RuntimeKind, VisibilityScope
 from policy.records import ToolMemoryRecord
 from scripted_world import BRANCH, NOW, World

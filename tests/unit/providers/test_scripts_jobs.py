@@ -7,8 +7,8 @@ from decimal import Decimal
 
 import pytest
 
-from dossier.providers.context import read_context
-from dossier.providers.scripts.diagnostics import fail_times, sleep_seconds
+from activities.providers.scripted.context import read_context
+from activities.providers.scripted.scripts.diagnostics import fail_times, sleep_seconds
 from policy.enums import RuntimeKind, ToolCallStatus
 
 SCHEDULED = "Scheduled run 2026-11-30 08:00:00 UTC (support-digest): {}"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dossier.providers.scripts.conversation import PICK_PROMPT
+from activities.providers.scripted.scripts.conversation import PICK_PROMPT
 from policy.enums import ToolCallStatus
 
 

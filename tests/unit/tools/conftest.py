@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from dossier.tools.base import ToolContext
-from dossier.tools.registry import ToolRegistry, default_registry
-from dossier.tools.workspace import DEFAULT_WORKSPACE
+from activities.tools.base import ToolContext
+from activities.tools.registry import ToolRegistry, default_registry
+from dossier.runtime import SAMPLE_WORKSPACE
 
 ContextFactory = Callable[..., ToolContext]
 
@@ -23,9 +23,9 @@ def registry() -> ToolRegistry:
 
 @pytest.fixture
 def make_context() -> ContextFactory:
-    """``make_context(attempt=1, workspace=DEFAULT_WORKSPACE, heartbeat=None)``: one attempt's context."""
+    """``make_context(attempt=1, workspace=SAMPLE_WORKSPACE, heartbeat=None)``: one attempt's context."""
 
-    def make(attempt: int = 1, workspace: Path = DEFAULT_WORKSPACE, heartbeat=None) -> ToolContext:
+    def make(attempt: int = 1, workspace: Path = SAMPLE_WORKSPACE, heartbeat=None) -> ToolContext:
         extra = {"heartbeat": heartbeat} if heartbeat is not None else {}
         return ToolContext(account_id="acct-tools", tool_call_id="tc-1", attempt=attempt, workspace=workspace,
                            artifacts=None, **extra)
@@ -37,6 +37,6 @@ def make_context() -> ContextFactory:
 def scratch_workspace(tmp_path: Path) -> Path:
     """A copy of the sample workspace next to a secret file that must stay out of reach."""
     root = tmp_path / "workspace"
-    shutil.copytree(DEFAULT_WORKSPACE, root)
+    shutil.copytree(SAMPLE_WORKSPACE, root)
     (tmp_path / "secret.csv").write_text("token\nhunter2\n")
     return root

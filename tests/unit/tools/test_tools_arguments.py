@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from dossier.tools.arguments import check_schema, validate_arguments
-from dossier.tools.base import ToolArgumentError
+from activities.tools.arguments import check_schema, validate_arguments
+from activities.tools.base import ToolArgumentError
 
 SCHEMA = {
     "type": "object",

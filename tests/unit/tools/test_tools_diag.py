@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from dossier.tools.base import ToolExecutionError
+from activities.tools.base import ToolExecutionError
 
 
 @pytest.mark.parametrize("fail_times", [1, 2, 4])

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from dossier.tools.base import ToolArgumentError, ToolContext, ToolExecutionError
-from dossier.tools.files import check_file_name, content_type_for
-from dossier.tools.workspace import DEFAULT_WORKSPACE
+from activities.tools.base import ToolArgumentError, ToolContext, ToolExecutionError
+from activities.tools.files import check_file_name, content_type_for
+from dossier.runtime import SAMPLE_WORKSPACE
 from store.artifacts import ArtifactStore
 
 
@@ -40,7 +40,7 @@ def test_content_types_do_not_depend_on_the_host(name, content_type):
 
 
 def _context(artifacts: ArtifactStore | None) -> ToolContext:
-    return ToolContext(account_id="acct-files", tool_call_id="tc-1", attempt=1, workspace=DEFAULT_WORKSPACE,
+    return ToolContext(account_id="acct-files", tool_call_id="tc-1", attempt=1, workspace=SAMPLE_WORKSPACE,
                        artifacts=artifacts)
 
 

@@ -8,7 +8,7 @@ from datetime import timedelta
 
 import pytest
 
-from dossier.tools.base import (
+from activities.tools.base import (
     DeferredToolError,
     RegisteredTool,
     ToolArgumentError,
@@ -17,7 +17,7 @@ from dossier.tools.base import (
     ToolResult,
     UnknownToolError,
 )
-from dossier.tools.registry import ToolRegistry, canonical_name, wire_name
+from activities.tools.registry import ToolRegistry, canonical_name, wire_name
 from policy.enums import FreshnessClass, PrivacyClass
 from policy.tools import ToolCatalog, ToolSpec
 

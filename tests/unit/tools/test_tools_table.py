@@ -9,15 +9,15 @@ from decimal import Decimal
 
 import pytest
 
-from dossier.tools.base import ToolArgumentError
-from dossier.tools.table import aggregate_csv
-from dossier.tools.workspace import DEFAULT_WORKSPACE
+from activities.tools.base import ToolArgumentError
+from activities.tools.table import aggregate_csv
+from dossier.runtime import SAMPLE_WORKSPACE
 
 
 def expected_groups(path: str, group_by: str, value: str) -> dict[str, tuple[Decimal, int]]:
     sums: dict[str, Decimal] = defaultdict(Decimal)
     counts: dict[str, int] = defaultdict(int)
-    with open(DEFAULT_WORKSPACE / path, newline="", encoding="utf-8") as handle:
+    with open(SAMPLE_WORKSPACE / path, newline="", encoding="utf-8") as handle:
         for row in csv.DictReader(handle):
             sums[row[group_by]] += Decimal(row[value])
             counts[row[group_by]] += 1

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from dossier.tools.base import ToolArgumentError, ToolExecutionError
-from dossier.tools.workspace import DEFAULT_WORKSPACE
+from activities.tools.base import ToolArgumentError, ToolExecutionError
+from dossier.runtime import SAMPLE_WORKSPACE
 from policy.derive import derive_memory
 from policy.enums import ToolCallStatus
 
@@ -25,11 +25,11 @@ SAMPLE_FILES = {
 }
 
 
-def test_the_sample_workspace_ships_next_to_the_module():
-    assert Path(__file__).resolve().parents[3] / "dossier" / "tools" / "workspace" == DEFAULT_WORKSPACE
-    assert DEFAULT_WORKSPACE.is_dir()
+def test_the_sample_workspace_ships_with_the_application():
+    assert Path(__file__).resolve().parents[3] / "dossier" / "workspace" == SAMPLE_WORKSPACE
+    assert SAMPLE_WORKSPACE.is_dir()
     # A data folder, not a package: nothing importable may leak into listings.
-    assert not (DEFAULT_WORKSPACE / "__init__.py").exists()
+    assert not (SAMPLE_WORKSPACE / "__init__.py").exists()
 
 
 @pytest.mark.parametrize(("path", "columns"), [
@@ -39,7 +39,7 @@ def test_the_sample_workspace_ships_next_to_the_module():
                                       "first_response_min", "handle_time_min"]),
 ])
 def test_sample_data_is_well_formed(path, columns):
-    rows = list(csv.DictReader(io.StringIO((DEFAULT_WORKSPACE / path).read_text(encoding="utf-8"))))
+    rows = list(csv.DictReader(io.StringIO((SAMPLE_WORKSPACE / path).read_text(encoding="utf-8"))))
     assert list(rows[0]) == columns
     assert len(rows) == SAMPLE_FILES[path]
     assert all(all(value.strip() for value in row.values()) for row in rows), "no blank cells"
@@ -55,7 +55,7 @@ async def test_list_files_lists_everything_sorted(registry, make_context):
     entries = json.loads(result.payload)
     assert [entry["path"] for entry in entries] == sorted(SAMPLE_FILES)
     for entry in entries:
-        assert entry["bytes"] == (DEFAULT_WORKSPACE / entry["path"]).stat().st_size
+        assert entry["bytes"] == (SAMPLE_WORKSPACE / entry["path"]).stat().st_size
         assert entry.get("rows") == SAMPLE_FILES[entry["path"]]
         assert ("rows" in entry) == entry["path"].endswith(".csv")
 
@@ -101,7 +101,7 @@ async def test_list_files_summary_names_every_file(registry, make_context):
 async def test_read_csv_returns_the_exact_bytes(registry, make_context):
     path = "sales/2026-q3-orders.csv"
     result = await registry.execute("workspace.read_csv", make_context(), {"path": path})
-    assert result.payload == (DEFAULT_WORKSPACE / path).read_bytes()
+    assert result.payload == (SAMPLE_WORKSPACE / path).read_bytes()
     assert result.content_type == "text/csv"
 
 

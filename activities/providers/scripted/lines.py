@@ -1,0 +1,263 @@
+"""One rendered line of an assembled context, parsed: memories, tool calls, checkpoints.
+
+Each parser takes the text after a line's ``[m:<id>]`` / ``[t:<id>]`` /
+``[c:<id>]`` prefix, as :mod:`policy.render` wrote it, and returns a frozen
+record; :mod:`activities.providers.scripted.context` walks the sections and calls them.
+
+Line shapes (ids are short ids, ``<args>`` as the renderer writes them)::
+
+    [m:<id>] <tool>(<k=v, ...>) → <summary>           a tool memory
+    [m:<id>] <tool>(<k=v, ...>) FAILED: <last line>    a failure memory
+    [m:<id>] generated file <name>, <n> bytes at <uri> a file handle
+    [m:<id>] subagent <name> succeeded; report: <text> a promoted report
+    [m:<id>] from subagent <name>: <memory text>       a promoted file or failure
+    [m:<id>] STALE since <t>: <title> (observed <t>); re-run <tools>
+    [t:<id>] <tool>(<json>) DEFERRED|PENDING|RETRYING|FAILED ...   an open call
+    [t:<id>] <tool>(<json>) ok                          a receipt
+    [c:<id>] <kind>: <json state> refs <ids>            a checkpoint
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from functools import lru_cache
+from typing import Any, Literal
+
+from policy.derive import derive_memory
+from policy.enums import ToolCallStatus
+from policy.records import canonical_json
+from policy.render import FIRST_READ_LABEL
+from policy.tools import ToolSpec
+
+_TOOL = r"(?P<tool>[A-Za-z][\w.-]*)"
+_RESULT = re.compile(_TOOL + r"\((?P<args>.*?)\)(?P<sep> → | FAILED: |: unparsed )(?P<rest>.*)", re.DOTALL)
+_TITLE = re.compile(_TOOL + r"\((?P<args>.*)\)", re.DOTALL)
+_STALE = re.compile(r"STALE(?: since \S+)?: (?P<title>.*) \(observed [^)]*\); re-run (?P<tools>.*)", re.DOTALL)
+_FILE = re.compile(r"generated file (?P<name>.+?)(?:, (?P<bytes>\d+) bytes)?(?: at (?P<uri>\S+))?(?: \(.*)?", re.DOTALL)
+_REPORT = re.compile(r"subagent (?P<name>\S+) (?P<outcome>succeeded|failed|timed out); report: (?P<report>.*)",
+                     re.DOTALL)
+_PROMOTED = re.compile(r"from subagent (?P<name>\S+): (?P<inner>.*)", re.DOTALL)
+_CALL = re.compile(_TOOL + r"\((?P<args>.*?)\) (?P<status>ok|PENDING|DEFERRED|RETRYING|FAILED)(?P<detail>.*)",
+                   re.DOTALL)
+_CHECKPOINT = re.compile(r"(?P<kind>\w+): (?P<state>\{.*\})(?: refs (?P<refs>.*))?", re.DOTALL)
+_FIRST_READ = re.compile(r"\[a:\S+\] " + re.escape(FIRST_READ_LABEL) + r":\n(?P<fence>`{3,})\n(?P<raw>.*)\n(?P=fence)",
+                         re.DOTALL)
+_TITLE_ARG = re.compile(r", (?=[A-Za-z_]\w*=)")
+
+_TITLE_VALUE_CHARS = 40  # policy.derive clips each title argument to this many characters
+
+
+def title_value(value: Any) -> str:
+    """An argument value as a memory title shows it (whitespace folded, clipped)."""
+    text = " ".join((value if isinstance(value, str) else canonical_json(value)).split())
+    return text if len(text) <= _TITLE_VALUE_CHARS else text[: _TITLE_VALUE_CHARS - 1] + "…"
+
+
+def _title_args(text: str) -> tuple[dict[str, str], bool]:
+    """``k=v, k=v`` -> ({k: v}, clipped); the renderer clips long argument lists with ``…``."""
+    args: dict[str, str] = {}
+    for part in _TITLE_ARG.split(text) if text else ():
+        key, sep, value = part.partition("=")
+        if sep:
+            args[key] = value
+    return args, text.endswith("…")
+
+
+@dataclass(frozen=True)
+class MemoryLine:
+    """One tool memory, stale marker or promoted record as the context shows it."""
+
+    ref: str
+    """``m:<short id>``: what an answer cites."""
+    text: str
+    """Everything after the id."""
+    tool: str | None = None
+    """The tool whose result it is (``None`` for file handles and reports)."""
+    args: dict[str, str] = field(default_factory=dict)
+    """The title's arguments, as rendered."""
+    args_clipped: bool = False
+    result: str = ""
+    """The summary after ``→`` (or the error after ``FAILED:``); for a first
+    read, the summary the deriver writes for the whole result shown."""
+    raw: str | None = None
+    """The whole result, when the context shows it (a first read)."""
+    failed: bool = False
+    stale: bool = False
+    subagent: str | None = None
+    """For a promoted record: the subagent it came from."""
+    outcome: str | None = None
+    """For a promoted report: how the subagent ended."""
+    report: str | None = None
+    file_name: str | None = None
+    file_bytes: int | None = None
+    file_uri: str | None = None
+
+    @property
+    def cite(self) -> str:
+        """``[m:<id>]``."""
+        return f"[{self.ref}]"
+
+    def matches(self, tool: str, arguments: dict[str, Any]) -> bool:
+        """Whether this is ``tool``'s result for (at least) these arguments."""
+        if self.tool != tool:
+            return False
+        for key, value in arguments.items():
+            if key not in self.args:
+                if not self.args_clipped:
+                    return False
+            elif self.args[key] != title_value(value):
+                return False
+        return True
+
+
+@dataclass(frozen=True)
+class CallLine:
+    """One open tool call or receipt."""
+
+    ref: str
+    """``t:<short id>``."""
+    tool: str
+    status: Literal["ok", "PENDING", "DEFERRED", "RETRYING", "FAILED"]
+    raw_args: str
+    arguments: dict[str, Any] | None
+    """The call's arguments, or ``None`` when the renderer clipped them."""
+    detail: str
+    """What follows the status: ``: waiting for ...`` or `` after 3 attempt(s): <error>``."""
+
+    @property
+    def cite(self) -> str:
+        """``[t:<id>]``."""
+        return f"[{self.ref}]"
+
+    @property
+    def attempts(self) -> int | None:
+        """Attempts made, for a failed or retrying call."""
+        found = re.search(r"after (\d+) attempt", self.detail)
+        return int(found.group(1)) if found else None
+
+    @property
+    def error(self) -> str:
+        """The error excerpt of a failed call, or what a deferred call waits for."""
+        return self.detail.split(": ", 1)[1].strip() if ": " in self.detail else self.detail.strip()
+
+    def matches(self, tool: str, arguments: dict[str, Any]) -> bool:
+        """Whether this call is ``tool`` with (at least) these arguments."""
+        if self.tool != tool:
+            return False
+        for key, value in arguments.items():
+            if self.arguments is not None:
+                if canonical_json(self.arguments.get(key)) != canonical_json(value):
+                    return False
+            # Clipped JSON: a key that is still visible must agree; one cut off cannot disagree.
+            elif f'"{key}":' in self.raw_args and f'"{key}":{canonical_json(value)}' not in self.raw_args:
+                return False
+        return True
+
+
+@dataclass(frozen=True)
+class CheckpointLine:
+    """A continuation checkpoint."""
+
+    ref: str
+    """``c:<short id>``."""
+    kind: str
+    """``tool_loop``, ``subagent_batch``, ``parent_resume`` or ``deferred_wait``."""
+    state: dict[str, Any]
+    refs: tuple[str, ...]
+    """Short ids of the records the checkpoint relies on."""
+
+    @property
+    def cite(self) -> str:
+        """``[c:<id>]``."""
+        return f"[{self.ref}]"
+
+
+@lru_cache(maxsize=1)
+def _specs() -> dict[str, ToolSpec]:
+    from activities.tools.registry import default_registry  # the tools import providers' base types
+
+    return {tool.spec.name: tool.spec for tool in default_registry()}
+
+
+def read_whole(tool: str, args: dict[str, str], raw: str) -> str:
+    """What a scripted model takes from a whole result: the summary the deriver writes for it.
+
+    A real model reads the bytes; a script reads summaries, so it reads a
+    first-read result through the same deterministic deriver (and the
+    tool's own spec) that wrote the memory's summary.
+    """
+    spec = _specs().get(tool) or ToolSpec(name=tool)
+    draft = derive_memory(spec, "first-read", dict(args), ToolCallStatus.SUCCEEDED, raw.encode(),
+                          "application/octet-stream", datetime(2000, 1, 1, tzinfo=UTC))
+    return draft.summary.split(" → ", 1)[1] if " → " in draft.summary else draft.summary
+
+
+def parse_memory(ref: str, text: str) -> MemoryLine:
+    """A memory line (``ref`` is ``m:<id>``, ``text`` what follows the id).
+
+    Never fails: a shape it does not know is kept as text with no tool.
+    """
+    if stale := _STALE.fullmatch(text):
+        title = _TITLE.fullmatch(stale.group("title"))
+        tool, args = (title.group("tool"), title.group("args")) if title else (None, "")
+        parsed, clipped = _title_args(args)
+        return MemoryLine(ref, text, tool=tool, args=parsed, args_clipped=clipped, stale=True)
+    if report := _REPORT.fullmatch(text):
+        return MemoryLine(ref, text, subagent=report.group("name"), outcome=report.group("outcome"),
+                          report=report.group("report").strip())
+    if promoted := _PROMOTED.fullmatch(text):
+        return replace(parse_memory(ref, promoted.group("inner")), text=text, subagent=promoted.group("name"))
+    if handle := _FILE.fullmatch(text):
+        size = handle.group("bytes")
+        return MemoryLine(ref, text, file_name=handle.group("name"), file_bytes=int(size) if size else None,
+                          file_uri=handle.group("uri"))
+    if result := _RESULT.fullmatch(text):
+        parsed, clipped = _title_args(result.group("args"))
+        rest = result.group("rest").strip()
+        raw = None
+        if first := _FIRST_READ.fullmatch(rest):
+            raw = first.group("raw")
+            rest = read_whole(result.group("tool"), parsed, raw)
+        return MemoryLine(ref, text, tool=result.group("tool"), args=parsed, args_clipped=clipped,
+                          result=rest, failed=result.group("sep") == " FAILED: ", raw=raw)
+    return MemoryLine(ref, text)
+
+
+def parse_call(ref: str, text: str) -> CallLine | None:
+    """An open-call or receipt line, or ``None`` when ``text`` is neither."""
+    found = _CALL.fullmatch(text)
+    if not found:
+        return None
+    try:
+        arguments = json.loads(found.group("args"))
+    except ValueError:
+        arguments = None
+    return CallLine(ref, found.group("tool"), found.group("status"), found.group("args"),
+                    arguments if isinstance(arguments, dict) else None, found.group("detail"))
+
+
+def parse_checkpoint(ref: str, text: str) -> CheckpointLine | None:
+    """A checkpoint line, or ``None`` when its state is not a JSON object."""
+    found = _CHECKPOINT.fullmatch(text)
+    if not found:
+        return None
+    try:
+        state = json.loads(found.group("state"))
+    except ValueError:
+        return None
+    refs = tuple((found.group("refs") or "").split())
+    return CheckpointLine(ref, found.group("kind"), state if isinstance(state, dict) else {}, refs)
+
+
+__all__ = [
+    "CallLine",
+    "CheckpointLine",
+    "MemoryLine",
+    "parse_call",
+    "parse_checkpoint",
+    "parse_memory",
+    "title_value",
+]

@@ -1,0 +1,175 @@
+"""The tool registry: the tools a runtime offers, their schemas, specs and execution.
+
+One registry is built by the worker (:func:`default_registry`) and used three
+ways: :meth:`ToolRegistry.schemas` is what the model is offered,
+:meth:`ToolRegistry.catalog` is the policy metadata capture and derivation
+read, and :meth:`ToolRegistry.execute` runs a call inside the ``execute_tool``
+activity, after checking its arguments.
+
+Tool names are dotted (``workspace.read_csv``): that is the name recorded on
+tool calls, memories and specs. OpenAI function names may only hold
+``[A-Za-z0-9_-]``, so :meth:`ToolRegistry.schemas` offers each tool under its
+*wire name* (``workspace__read_csv``). A provider that talks to a real API
+maps the names it gets back with :func:`canonical_name` before returning
+tool calls, so the rest of the runtime only ever sees canonical names.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from activities.tools import diag, files, human, table, workspace
+from activities.tools.arguments import check_schema, validate_arguments
+from activities.tools.base import (
+    DeferredToolError,
+    RegisteredTool,
+    ToolArgumentError,
+    ToolContext,
+    ToolError,
+    ToolExecutionError,
+    ToolResult,
+    UnknownToolError,
+)
+from policy.tools import ToolCatalog
+
+_CANONICAL = re.compile(r"[A-Za-z][A-Za-z0-9-]*(?:_[A-Za-z0-9-]+)*(?:\.[A-Za-z][A-Za-z0-9-]*(?:_[A-Za-z0-9-]+)*)*")
+"""Dotted segments of letters, digits, ``-`` and single ``_`` (a double ``_`` encodes the dot)."""
+_WIRE_MAX = 64
+
+
+def wire_name(name: str) -> str:
+    """The OpenAI-safe function name of a tool: ``workspace.read_csv`` -> ``workspace__read_csv``."""
+    return name.replace(".", "__")
+
+
+def canonical_name(wire: str) -> str:
+    """The tool name behind a wire name (the inverse of :func:`wire_name`); canonical names pass through."""
+    return wire.replace("__", ".")
+
+
+class ToolRegistry:
+    """The tools of one runtime, by canonical name.
+
+    Args:
+        tools: the tools to offer.
+
+    Raises:
+        ValueError: a duplicate or unencodable name, or a schema the argument
+            validator cannot enforce.
+    """
+
+    def __init__(self, tools: Iterable[RegisteredTool]) -> None:
+        self._tools: dict[str, RegisteredTool] = {}
+        for tool in tools:
+            if not _CANONICAL.fullmatch(tool.name) or len(wire_name(tool.name)) > _WIRE_MAX:
+                raise ValueError(f"tool name {tool.name!r} cannot be offered as an OpenAI function name")
+            if tool.name in self._tools:
+                raise ValueError(f"tool {tool.name!r} is registered twice")
+            if tool.parameters.get("type") != "object":
+                raise ValueError(f"{tool.name}: parameters must be an object schema")
+            check_schema(tool.parameters, f"{tool.name}.parameters")
+            self._tools[tool.name] = tool
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __iter__(self) -> Iterator[RegisteredTool]:
+        """Tools in name order."""
+        return iter(self._tools[name] for name in self.names())
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def names(self) -> list[str]:
+        """Canonical names, sorted."""
+        return sorted(self._tools)
+
+    def get(self, name: str) -> RegisteredTool:
+        """The tool called ``name`` (canonical, dotted).
+
+        Raises:
+            UnknownToolError: no such tool.
+        """
+        try:
+            return self._tools[name]
+        except KeyError:
+            hint = ""
+            if canonical_name(name) in self._tools:
+                hint = f" ({name!r} is a wire name; map it with canonical_name() to {canonical_name(name)!r})"
+            raise UnknownToolError(f"unknown tool {name!r}{hint}; known tools: {', '.join(self.names())}") from None
+
+    def catalog(self) -> ToolCatalog:
+        """The policy metadata of every tool, for capture and derivation."""
+        return ToolCatalog(tools=tuple(tool.spec for tool in self))
+
+    def schemas(self) -> list[dict[str, Any]]:
+        """OpenAI ``tools`` entries, in name order, under wire names."""
+        return [
+            {
+                "type": "function",
+                "function": {
+                    "name": wire_name(tool.name),
+                    "description": tool.description,
+                    "parameters": tool.parameters,
+                },
+            }
+            for tool in self
+        ]
+
+    async def execute(self, name: str, context: ToolContext, arguments: dict[str, Any]) -> ToolResult:
+        """Check the arguments and run the tool once (one attempt; Temporal owns retries).
+
+        Args:
+            name: the tool's canonical name.
+            context: the attempt's context.
+            arguments: the arguments the model sent.
+
+        Returns:
+            The tool's result.
+
+        Raises:
+            UnknownToolError: no such tool.
+            DeferredToolError: a deferred tool (a human answers it).
+            ToolArgumentError: arguments that do not fit the schema, or that the tool refused.
+            ToolExecutionError: the tool failed; unexpected exceptions are turned into this.
+        """
+        tool = self.get(name)
+        if tool.deferred or tool.run is None:
+            raise DeferredToolError(f"{name} is answered by the user, not executed; wait for the answer")
+        try:
+            checked = validate_arguments(tool.parameters, arguments)
+        except ToolArgumentError as error:
+            raise ToolArgumentError(f"{name}: {error}") from error
+        try:
+            result = await tool.run(context, checked)
+        except ToolError:
+            raise
+        except Exception as error:
+            # The one place foreign exceptions become ours: a bug or an I/O error in a tool is a failed attempt.
+            raise ToolExecutionError(f"{name} failed: {type(error).__name__}: {error}") from error
+        if not isinstance(result, ToolResult):
+            raise ToolExecutionError(f"{name} returned {type(result).__name__}, not a ToolResult")
+        return result
+
+
+def default_registry() -> ToolRegistry:
+    """Every built-in tool: workspace, table, files, the deferred picker and the diagnostics."""
+    return ToolRegistry([*workspace.TOOLS, *table.TOOLS, *files.TOOLS, *human.TOOLS, *diag.TOOLS])
+
+
+__all__ = [
+    "DeferredToolError",
+    "RegisteredTool",
+    "ToolArgumentError",
+    "ToolContext",
+    "ToolError",
+    "ToolExecutionError",
+    "ToolRegistry",
+    "ToolResult",
+    "UnknownToolError",
+    "canonical_name",
+    "default_registry",
+    "wire_name",
+]

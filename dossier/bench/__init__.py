@@ -1,6 +1,0 @@
-"""Benchmarks: context economy and fidelity against peer strategies, and cost as the graph grows.
-
-``dossier bench ...`` runs them (see dossier/commands/bench.py); results go to
-``bench-results/`` as Markdown tables and PNG plots. Benchmarks measure; they
-never assert timings (tests only check that they run on a tiny input).
-"""

@@ -1,8 +1,0 @@
-"""Offline tools for Dossier agents and the registry that offers and runs them.
-
-``dossier.tools.registry`` is the entry point (:func:`~dossier.tools.registry.default_registry`,
-:class:`~dossier.tools.registry.ToolRegistry`); the other modules each hold one
-family of tools: ``workspace`` (list and read the sample data), ``table``
-(exact group sums), ``files`` (generated files in object storage), ``human``
-(deferred calls a user answers) and ``diag`` (retries and heartbeats on purpose).
-"""

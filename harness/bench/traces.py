@@ -1,0 +1,332 @@
+"""Real tool-using trajectories: full replay vs. peers vs. Dossier, tokens and carried references.
+
+Each trajectory (``/work/shared/data/traces/README.md`` format) is imported
+into the runtime graph incrementally through the live code path (model run,
+assistant message with its tool calls, ``begin_tool_call``,
+``capture_tool_result``, ``derive_tool_memory``); at each model call *k*
+Dossier's context is assembled with :func:`activities.context.assemble_context`
+*before* call *k* is written, and every peer strategy gets the transcript
+strictly before call *k*. Measures are in :mod:`harness.bench.traces_measure`,
+aggregation and output in :mod:`harness.bench.traces_report`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from activities.capture import ToolOutcome, begin_tool_call, capture_tool_result
+from activities.context import assemble_context, read_planned_payloads
+from activities.deps import GraphDeps
+from activities.memory import derive_tool_memory, memory_id_for
+from harness.bench.peers import DEFAULT_BUDGET, peer_strategies
+from harness.bench.strategy import CallInput, FullReplay, count_tokens, message_text
+from harness.bench.traces_measure import TraceCall, to_openai, trace_calls
+from harness.bench.traces_report import CallRow, RefOutcome, TracesReport
+from dossier.runtime import open_graph
+from dossier.settings import Settings
+from policy.assembler import render_context, select_context
+from policy.enums import MessageRole, RuntimeKind, ToolCallStatus
+from policy.records import GenerationBoundary, ToolCallRequest
+from policy.tokens import MESSAGE_OVERHEAD_TOKENS
+from store import conversations, messages as message_store
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_TRACES = Path(
+    os.environ.get("DOSSIER_TRACES") or REPO_ROOT.parent / "shared/data/traces/traces.jsonl"
+).absolute()
+"""``$DOSSIER_TRACES``, else ``../shared/data/traces/traces.jsonl`` next to the repository."""
+PROVIDER_ROUTE = "openai"
+"""The participant's provider, hence the policy route (the agents were OpenAI-style models)."""
+START = datetime(2026, 1, 1, 9, 0, tzinfo=UTC)
+
+
+def load_traces(path: str | Path, limit: int | None = None) -> list[dict[str, Any]]:
+    """Trajectories from a JSONL file (one object per line), the first ``limit`` of them."""
+    out: list[dict[str, Any]] = []
+    if limit is not None and limit <= 0:
+        return out
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"no trajectory file at {path}: pass --traces PATH or set DOSSIER_TRACES")
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            if line.strip():
+                out.append(json.loads(line))
+                if limit is not None and len(out) >= limit:
+                    break
+    return out
+
+
+@dataclass
+class _Import:
+    """One trajectory being written into the graph, message by message."""
+
+    deps: GraphDeps
+    account_id: str
+    trace: dict[str, Any]
+    conversation_id: str = ""
+    branch_id: str = ""
+    participant_id: str = ""
+    tool_rows: dict[str, str] = field(default_factory=dict)
+    """Trace tool-call id -> recorded ToolCall row id."""
+    artifacts: dict[str, str] = field(default_factory=dict)
+    """Trace tool-call id -> artifact id."""
+    user_messages: dict[int, str] = field(default_factory=dict)
+    """Trace message index -> message id."""
+
+    @staticmethod
+    def at(index: int) -> datetime:
+        return START + timedelta(minutes=index)
+
+    async def open(self) -> None:
+        meta = self.trace.get("meta") or {}
+        first = self.trace["messages"][0] if self.trace["messages"] else {}
+        system_prompt = first.get("content") or "" if first.get("role") == "system" else ""
+        async with self.deps.sessions() as session, session.begin():
+            conversation = await conversations.create_conversation(
+                session, self.account_id, title=self.trace.get("id", "")
+            )
+            participant = await conversations.add_participant(
+                session, self.account_id, conversation.id, name="agent", role="assistant",
+                provider=PROVIDER_ROUTE, model=str(meta.get("agent_model") or "unknown"),
+                system_prompt=system_prompt,
+            )
+        self.conversation_id, self.branch_id = conversation.id, conversation.root_branch_id
+        self.participant_id = participant.id
+
+    async def start_run(self) -> str:
+        async with self.deps.sessions() as session, session.begin():
+            run = await message_store.start_model_run(
+                session, self.account_id, self.conversation_id, self.branch_id, self.participant_id,
+                runtime_kind=RuntimeKind.CHAT, provider=PROVIDER_ROUTE,
+            )
+        return run.id
+
+    def boundary(self, index: int, run_id: str | None = None) -> GenerationBoundary:
+        return GenerationBoundary(
+            account_id=self.account_id, conversation_id=self.conversation_id, branch_id=self.branch_id,
+            participant_id=self.participant_id, runtime_kind=RuntimeKind.CHAT, provider_route=PROVIDER_ROUTE,
+            now=self.at(index), model_run_id=run_id,
+        )
+
+    async def write(self, index: int, message: dict[str, Any], run_id: str | None) -> None:
+        role = message["role"]
+        if role == "system" and index == 0:
+            return  # the participant's system prompt
+        if role in ("user", "system"):
+            async with self.deps.sessions() as session, session.begin():
+                record = await message_store.append_message(
+                    session, self.account_id, self.conversation_id, self.branch_id,
+                    role=MessageRole(role), content=message.get("content") or "",
+                )
+            self.user_messages[index] = record.id
+        elif role == "assistant":
+            await self._assistant(index, message, run_id)
+        elif role == "tool":
+            await self._tool_result(index, message)
+
+    async def _assistant(self, index: int, message: dict[str, Any], run_id: str | None) -> None:
+        run_id = run_id or await self.start_run()
+        # As the live path does: provider call ids are only unique per response, namespace them by run.
+        calls = tuple(
+            ToolCallRequest(call_id=f"{run_id}:{c['id']}", name=c["name"], arguments=dict(c.get("arguments") or {}))
+            for c in message.get("tool_calls") or ()
+        )
+        async with self.deps.sessions() as session, session.begin():
+            record = await message_store.append_message(
+                session, self.account_id, self.conversation_id, self.branch_id,
+                role=MessageRole.ASSISTANT, content=message.get("content") or "",
+                author_participant_id=self.participant_id, model_run_id=run_id, tool_calls=calls,
+            )
+        for source, call in zip(message.get("tool_calls") or (), calls, strict=True):
+            recorded = await begin_tool_call(
+                self.deps, self.account_id, self.conversation_id, self.branch_id, self.participant_id,
+                call_id=call.call_id, name=call.name, arguments=call.arguments,
+                runtime_kind=RuntimeKind.CHAT, model_run_id=run_id, at=self.at(index),
+            )
+            self.tool_rows[source["id"]] = recorded.id
+        async with self.deps.sessions() as session, session.begin():
+            await message_store.finish_model_run(
+                session, self.account_id, run_id, status="succeeded", message_id=record.id
+            )
+
+    async def _tool_result(self, index: int, message: dict[str, Any]) -> None:
+        row = self.tool_rows.get(message.get("tool_call_id", ""))
+        if row is None or message["tool_call_id"] in self.artifacts:
+            return  # a result without its call (none in the shared split)
+        outcome = ToolOutcome(status=ToolCallStatus.SUCCEEDED, result=(message.get("content") or "").encode(),
+                              content_type="text/plain")
+        artifact = await capture_tool_result(self.deps, self.account_id, row, outcome, captured_at=self.at(index))
+        self.artifacts[message["tool_call_id"]] = artifact.id
+        await derive_tool_memory(self.deps, self.account_id, artifact.id)
+
+
+async def _reassemble(deps: GraphDeps, boundary: GenerationBoundary, candidates, budget: int,
+                      cache: dict[str, bytes]):
+    """The same policy on the same candidate snapshot with another budget (pure; not persisted).
+
+    ``cache`` holds the raw bytes already read for this call, so the variants read each object once.
+    """
+    bounded = boundary.model_copy(update={"token_budget": budget})
+    selection = select_context(deps.policy, bounded, candidates, deps.counter)
+    raw, unavailable = await read_planned_payloads(deps, boundary.account_id, selection, cache)
+    return render_context(selection, raw, deps.counter, unavailable)
+
+
+def _dossier_reason(result, importer: _Import, trace: dict[str, Any], ref) -> str:
+    """Why Dossier's context lost ``ref``: the PolicyDecision about the record that held it."""
+    subjects: list[str] = []
+    if ref.kind == "tool":
+        for trace_call_id in reversed(ref.source_tool_call_ids):
+            artifact_id = importer.artifacts.get(trace_call_id)
+            if artifact_id:
+                subjects += [memory_id_for(artifact_id), artifact_id, importer.tool_rows.get(trace_call_id, "")]
+    else:
+        for index, message in reversed(list(enumerate(trace["messages"]))):
+            if index in importer.user_messages and ref.value in (message.get("content") or ""):
+                subjects.append(importer.user_messages[index])
+    for subject in filter(None, subjects):
+        for decision in result.decisions:
+            if decision.subject_ref.endswith(subject):
+                if decision.omission is not None:
+                    return f"{decision.kind}: {decision.omission.value} ({decision.reason})"
+                return f"{decision.subject_ref.split(':', 1)[0]} {decision.outcome.value}, value not in its text"
+    return "not in context"
+
+
+def _peer_reason(context: Sequence[dict[str, Any]], ref, trace_messages: Sequence[dict[str, Any]]) -> str:
+    if ref.kind == "user":
+        return "user message dropped" if not any(m.get("role") == "user" and ref.value in (m.get("content") or "")
+                                                for m in context) else "not in context"
+    present = {m.get("tool_call_id"): m for m in context if m.get("role") == "tool"}
+    ids = [i for i in ref.source_tool_call_ids if i]
+    if ids and all(i not in present for i in ids):
+        return "tool result message dropped"
+    if ids:
+        return "tool result cleared/trimmed"
+    return "not in context"
+
+
+def _outcomes(text: str, call: TraceCall, reason) -> list[RefOutcome]:
+    out = []
+    for ref in call.refs:
+        kept = ref.value in text
+        out.append(RefOutcome(ref.value, ref.kind, ref.strict, kept, None if kept else reason(ref)))
+    return out
+
+
+async def run_trace(deps: GraphDeps, account_id: str, trace: dict[str, Any], peers: list[Any]) -> list[CallRow]:
+    """Import one trajectory incrementally and measure every model call."""
+    counter = deps.counter
+    importer = _Import(deps, account_id, trace)
+    await importer.open()
+    trace_messages = trace["messages"]
+    openai = to_openai(trace_messages)
+    system_tokens = (MESSAGE_OVERHEAD_TOKENS + counter(openai[0]["content"] or "")
+                     if openai and openai[0]["role"] == "system" else 0)
+    calls = {c.message_index: c for c in trace_calls(trace_messages)}
+    full = FullReplay()
+    rows: list[CallRow] = []
+    for index, message in enumerate(trace_messages):
+        run_id = None
+        call = calls.get(index)
+        if call is not None:
+            run_id = await importer.start_run()
+            before = CallInput(messages=openai[:index], token_budget=DEFAULT_BUDGET)
+            row = CallRow(trajectory=trace.get("id", ""), source=trace.get("source", ""), call=call.index,
+                          calls_in_trajectory=len(calls))
+            full_messages = full.context(before)
+            row.add(full.name, count_tokens(full_messages, counter), system_tokens,
+                    _outcomes("\n".join(map(message_text, full_messages)), call, lambda r: "not in transcript"))
+            peer_tokens: dict[str, int] = {}
+            for peer in peers:
+                context = peer.context(before)
+                tokens = count_tokens(context, counter)
+                peer_tokens[peer.name] = tokens
+                row.add(peer.name, tokens, system_tokens,
+                        _outcomes("\n".join(map(message_text, context)), call,
+                                  lambda r, c=context: _peer_reason(c, r, trace_messages)))
+            # Dossier: assemble from the graph as it stands before call k is written.
+            assembled = await assemble_context(deps, importer.boundary(index, run_id))
+            row.assembly_id = assembled.assembly_id
+            variants = [("dossier", assembled.result)]
+            payloads: dict[str, bytes] = {}
+            for name, budget in peer_tokens.items():
+                variants.append((f"dossier@{name}", await _reassemble(
+                    deps, importer.boundary(index, run_id), assembled.candidates, budget, payloads)))
+            for name, result in variants:
+                context = result.to_openai()
+                row.add(name, count_tokens(context, counter), system_tokens,
+                        _outcomes("\n".join(map(message_text, context)), call,
+                                  lambda r, res=result: _dossier_reason(res, importer, trace, r)))
+            rows.append(row)
+        await importer.write(index, message, run_id)
+    return rows
+
+
+async def run_traces_with(
+    deps: GraphDeps, path: str | Path, limit: int | None = None, concurrency: int = 4
+) -> TracesReport:
+    """Run the benchmark on existing graph dependencies (one fresh account per run)."""
+    traces = load_traces(path, limit)
+    # The same texts are counted again and again (every strategy, every later call): memoise
+    # the injected counter. Counts are unchanged; tiktoken was most of the run's CPU time.
+    deps = replace(deps, counter=lru_cache(maxsize=262_144)(deps.counter))
+    peers_by_worker = [peer_strategies(deps.counter) for _ in range(concurrency)]
+    async with deps.sessions() as session, session.begin():
+        account_id = await conversations.create_account(session, name=f"bench traces {Path(path).name}")
+    started = time.perf_counter()
+    queue: asyncio.Queue[int] = asyncio.Queue()
+    for i in range(len(traces)):
+        queue.put_nowait(i)
+    results: list[list[CallRow]] = [[] for _ in traces]
+
+    async def worker(peers: list[Any]) -> None:
+        while not queue.empty():
+            i = queue.get_nowait()
+            results[i] = await run_trace(deps, account_id, traces[i], peers)
+
+    await asyncio.gather(*(worker(peers) for peers in peers_by_worker))
+    elapsed = time.perf_counter() - started
+    peers = peers_by_worker[0]
+    parameters: dict[str, Any] = {"full_replay": {"messages": "every earlier message, tool results verbatim"}}
+    parameters.update({p.name: p.parameters for p in peers})
+    parameters["langchain_trim"]["orphan_tool_messages_dropped"] = sum(
+        getattr(p[0], "orphans_dropped", 0) for p in peers_by_worker)
+    parameters["dossier"] = {"policy": deps.policy.version, "token_budget": deps.policy.default_token_budget,
+                             "provider_route": PROVIDER_ROUTE,
+                             "tool_specs": "ToolCatalog default for every tool (none declared)"}
+    for p in peers:
+        parameters[f"dossier@{p.name}"] = {
+            "policy": deps.policy.version, "token_budget": f"{p.name}'s prompt tokens at the same call",
+            "assembly": "select_context + render_context on the default assembly's candidate snapshot (not persisted)"}
+    return TracesReport(rows=[row for rows in results for row in rows], parameters=parameters,
+                        trajectories=len(traces), seconds=elapsed, path=str(path), account_id=account_id)
+
+
+async def run_traces(settings: Settings, path: str | Path = DEFAULT_TRACES, limit: int | None = None,
+                     concurrency: int = 4) -> TracesReport:
+    """Open the configured (or embedded) graph and run the traces benchmark on ``path``.
+
+    Args:
+        settings: the configuration; embedded Postgres and S3 are started when no URL is set.
+        path: a JSONL file in the traces README's format.
+        limit: only the first ``limit`` trajectories.
+        concurrency: trajectories imported at once (each in its own conversation).
+
+    Returns:
+        The report: per-call rows, ``to_json()`` and ``to_markdown()``.
+    """
+    async with open_graph(settings) as deps:
+        return await run_traces_with(deps, path, limit, concurrency)
+
+
+__all__ = ["DEFAULT_TRACES", "load_traces", "run_trace", "run_traces", "run_traces_with"]

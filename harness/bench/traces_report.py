@@ -1,0 +1,227 @@
+"""Per-call results of the traces benchmark and their aggregation (JSON, Markdown)."""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+LAST_CALL_MIN_CALLS = 8
+"""Last-call medians are over trajectories with at least this many model calls."""
+
+
+@dataclass(frozen=True)
+class RefOutcome:
+    """One reference at one call under one strategy."""
+
+    value: str
+    kind: str
+    """``tool`` (carried) or ``user``."""
+    strict: bool
+    kept: bool
+    reason: str | None = None
+    """Why it was lost (``None`` when kept)."""
+
+
+@dataclass
+class StrategyCall:
+    """One strategy's context at one model call."""
+
+    prompt_tokens: int
+    history_tokens: int
+    refs: list[RefOutcome]
+
+
+@dataclass
+class CallRow:
+    """Model call *k* of one trajectory, under every strategy."""
+
+    trajectory: str
+    source: str
+    call: int
+    calls_in_trajectory: int
+    strategies: dict[str, StrategyCall] = field(default_factory=dict)
+    assembly_id: str = ""
+    """The persisted ContextAssembly of Dossier's default-policy context (for audit)."""
+
+    def add(self, name: str, prompt_tokens: int, system_tokens: int, refs: list[RefOutcome]) -> None:
+        """Record a strategy; history = prompt minus the (unchanged) system prompt."""
+        self.strategies[name] = StrategyCall(prompt_tokens, max(0, prompt_tokens - system_tokens), refs)
+
+    def to_json(self) -> dict[str, Any]:
+        """Flat per-call data (for plots)."""
+        return {
+            "trajectory": self.trajectory, "source": self.source, "call": self.call,
+            "calls_in_trajectory": self.calls_in_trajectory, "assembly_id": self.assembly_id,
+            "strategies": {
+                name: {"prompt_tokens": s.prompt_tokens, "history_tokens": s.history_tokens,
+                       "tool_refs": sum(r.kind == "tool" for r in s.refs),
+                       "tool_refs_kept": sum(r.kind == "tool" and r.kept for r in s.refs),
+                       "user_refs": sum(r.kind == "user" for r in s.refs),
+                       "user_refs_kept": sum(r.kind == "user" and r.kept for r in s.refs)}
+                for name, s in self.strategies.items()
+            },
+        }
+
+
+def _ratio(part: int, whole: int) -> float | None:
+    return part / whole if whole else None
+
+
+def _median(values: Iterable[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return round(statistics.median(present), 4) if present else None
+
+
+def _recall(outcomes: list[RefOutcome]) -> float | None:
+    return round(sum(o.kept for o in outcomes) / len(outcomes), 4) if outcomes else None
+
+
+def summarise(rows: list[CallRow], name: str) -> dict[str, Any]:
+    """The aggregate keys for strategy ``name`` over ``rows``."""
+    tool = [r for row in rows for r in row.strategies[name].refs if r.kind == "tool"]
+    user = [r for row in rows for r in row.strategies[name].refs if r.kind == "user"]
+    last = [row for row in rows if row.call == row.calls_in_trajectory - 1
+            and row.calls_in_trajectory >= LAST_CALL_MIN_CALLS]
+    full = "full_replay"
+    return {
+        "calls": len(rows),
+        "tool_refs": len(tool),
+        "tool_ref_recall": _recall(tool),
+        "tool_refs_strict": sum(r.strict for r in tool),
+        "tool_ref_recall_strict": _recall([r for r in tool if r.strict]),
+        "user_refs": len(user),
+        "user_ref_recall": _recall(user),
+        "history_token_ratio_median": _median(
+            _ratio(row.strategies[name].history_tokens, row.strategies[full].history_tokens) for row in rows),
+        "prompt_token_ratio_median": _median(
+            _ratio(row.strategies[name].prompt_tokens, row.strategies[full].prompt_tokens) for row in rows),
+        "prompt_tokens_total_ratio": round(_ratio(
+            sum(row.strategies[name].prompt_tokens for row in rows),
+            sum(row.strategies[full].prompt_tokens for row in rows)) or 0, 4),
+        "last_call_trajectories": len(last),
+        "last_call_history_token_ratio_median": _median(
+            _ratio(row.strategies[name].history_tokens, row.strategies[full].history_tokens) for row in last),
+        "last_call_prompt_token_ratio_median": _median(
+            _ratio(row.strategies[name].prompt_tokens, row.strategies[full].prompt_tokens) for row in last),
+    }
+
+
+def worst(rows: list[CallRow], name: str, n: int = 5) -> list[dict[str, Any]]:
+    """The ``n`` trajectories that lost the most carried and user references, with reasons."""
+    lost: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    total: dict[str, int] = defaultdict(int)
+    for row in rows:
+        for ref in row.strategies[name].refs:
+            total[row.trajectory] += 1
+            if not ref.kept:
+                lost[row.trajectory].append({"call": row.call, "value": ref.value, "kind": ref.kind,
+                                             "strict": ref.strict, "reason": ref.reason})
+    ranked = sorted(lost, key=lambda t: (-len(lost[t]), -len(lost[t]) / total[t], t))[:n]
+    return [{"trajectory": t, "refs": total[t], "lost": len(lost[t]), "losses": lost[t]} for t in ranked]
+
+
+def loss_reasons(rows: list[CallRow], name: str) -> dict[str, int]:
+    """How many lost references each reason accounts for (reason text up to the first parenthesis)."""
+    counts: dict[str, int] = defaultdict(int)
+    for row in rows:
+        for ref in row.strategies[name].refs:
+            if not ref.kept:
+                counts[(ref.reason or "").split(" (", 1)[0]] += 1
+    return dict(sorted(counts.items(), key=lambda kv: -kv[1]))
+
+
+@dataclass
+class TracesReport:
+    """The traces benchmark's result."""
+
+    rows: list[CallRow]
+    parameters: dict[str, Any]
+    trajectories: int
+    seconds: float
+    path: str
+    account_id: str = ""
+    """The account the run wrote into."""
+
+    @property
+    def strategies(self) -> list[str]:
+        return list(self.rows[0].strategies) if self.rows else []
+
+    def sources(self) -> list[str]:
+        return sorted({row.source for row in self.rows})
+
+    def to_json(self) -> dict[str, Any]:
+        """One object keyed by strategy name (``dossier`` is Dossier's default policy)."""
+        out: dict[str, Any] = {}
+        for name in self.strategies:
+            entry = summarise(self.rows, name)
+            entry["by_source"] = {s: summarise([r for r in self.rows if r.source == s], name) for s in self.sources()}
+            entry["loss_reasons"] = loss_reasons(self.rows, name)
+            entry["worst"] = worst(self.rows, name)
+            entry["parameters"] = self.parameters.get(name, {})
+            out[name] = entry
+        return out
+
+    def write_plots(self, directory: Path) -> list[Path]:
+        """PNG plots into ``directory`` (see :mod:`harness.bench.traces_plots`)."""
+        from harness.bench.traces_plots import write_plots
+
+        return write_plots(self, directory)
+
+    def per_call(self) -> list[dict[str, Any]]:
+        """Per-call data for plots."""
+        return [row.to_json() for row in self.rows]
+
+    def to_markdown(self) -> str:
+        """Tables: overall, per source, loss reasons, parameters, worst trajectories."""
+        lines = [f"Traces: `{self.path}`, {self.trajectories} trajectories, {len(self.rows)} model calls, "
+                 f"{self.seconds:.0f} s.", ""]
+        lines += _table("All trajectories", {n: summarise(self.rows, n) for n in self.strategies})
+        for source in self.sources():
+            subset = [r for r in self.rows if r.source == source]
+            lines += _table(source, {n: summarise(subset, n) for n in self.strategies})
+        lines += ["### Why references were lost", ""]
+        for name in self.strategies:
+            reasons = loss_reasons(self.rows, name)
+            if reasons:
+                lines.append(f"- **{name}**: " + "; ".join(f"{k} ×{v}" for k, v in list(reasons.items())[:6]))
+        lines += ["", "### Worst trajectories (Dossier default policy)", ""]
+        for item in worst(self.rows, "dossier"):
+            lines.append(f"- `{item['trajectory']}`: lost {item['lost']} of {item['refs']} references")
+            for loss in item["losses"][:4]:
+                lines.append(f"  - call {loss['call']}, {loss['kind']}{' strict' if loss['strict'] else ''} "
+                             f"`{loss['value'][:60]}`: {loss['reason']}")
+        lines += ["", "### Parameters", ""]
+        for name, params in self.parameters.items():
+            lines.append(f"- **{name}**: " + ", ".join(f"{k}={v}" for k, v in params.items()))
+        return "\n".join(lines)
+
+
+def _fmt(value: float | None, pct: bool = True) -> str:
+    if value is None:
+        return "–"
+    return f"{value:.1%}" if pct else f"{value:.3f}"
+
+
+def _table(title: str, summaries: dict[str, dict[str, Any]]) -> list[str]:
+    first = next(iter(summaries.values()))
+    lines = [
+        f"### {title}", "",
+        f"{first['calls']} model calls; {first['tool_refs']} carried references "
+        f"({first['tool_refs_strict']} strict), {first['user_refs']} user references; last-call medians over "
+        f"{first['last_call_trajectories']} trajectories with ≥{LAST_CALL_MIN_CALLS} calls.", "",
+        "| strategy | history tokens (median ratio) | prompt tokens (median ratio) | prompt tokens (total ratio) "
+        "| last-call history | last-call prompt | carried recall | strict carried recall | user recall |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, s in summaries.items():
+        lines.append(
+            f"| {name} | {_fmt(s['history_token_ratio_median'])} | {_fmt(s['prompt_token_ratio_median'])} "
+            f"| {_fmt(s['prompt_tokens_total_ratio'])} | {_fmt(s['last_call_history_token_ratio_median'])} "
+            f"| {_fmt(s['last_call_prompt_token_ratio_median'])} | {_fmt(s['tool_ref_recall'])} "
+            f"| {_fmt(s['tool_ref_recall_strict'])} | {_fmt(s['user_ref_recall'])} |"
+        )
+    return lines + [""]

@@ -1,0 +1,1 @@
+"""The harness's CLI commands, added to ``dossier`` through the ``dossier.commands`` entry points."""
