@@ -16,7 +16,7 @@ from policy.enums import ToolCallStatus, strictest_privacy
 from policy.gates import Viewer, check_promotion, check_scope
 from policy.policy import FAIL_CLOSED_ROUTE
 from policy.records import ArtifactRecord, CandidateSet, ToolMemoryRecord
-from store import memories as memory_store
+from store import tool_memories as memory_store
 from store import tools as tool_store
 from store.branches import get_branch
 from store.candidates import load_candidates

@@ -33,7 +33,7 @@ from policy.enums import (
     VisibilityScope,
 )
 from policy.records import ToolMemoryRecord
-from store import memories as memory_store
+from store import tool_memories as memory_store
 from store import tools as tool_store
 from store.conversations import get_participant
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from activities.deps import GraphDeps
 from policy.enums import ResolutionStatus
 from policy.records import ArtifactRecord, ToolMemoryRecord
-from store import memories as memory_store
+from store import tool_memories as memory_store
 from store.candidates import load_candidates
 from store.errors import ArtifactIntegrityError, ArtifactNotFoundError
 from store.payloads import read_artifact_payload

@@ -52,7 +52,7 @@ from activities.tools.base import ToolContext, ToolError, UnknownToolError
 from activities.tools.registry import ToolRegistry, canonical_name
 from policy.enums import DecisionOutcome, MessageRole, RuntimeKind, ToolCallStatus, VisibilityScope
 from policy.records import ChatMessage, GenerationBoundary, PolicyDecisionRecord, ToolCallRequest
-from store import conversations, memories, messages
+from store import checkpoints, conversations, messages, tool_memories
 from store import tools as tool_store
 from store.errors import IntegrityViolation, NotFoundError, StoreError, TransientStoreError
 
@@ -112,7 +112,7 @@ class TurnActivities:
                 participant = await conversations.get_participant(session, scope.account_id, request.participant_id)
                 restore = None
                 if request.checkpoint_id is not None:
-                    checkpoint = await memories.get_checkpoint(session, scope.account_id, request.checkpoint_id)
+                    checkpoint = await checkpoints.get_checkpoint(session, scope.account_id, request.checkpoint_id)
                     restore = PolicyDecisionRecord(
                         kind="restore",
                         subject_ref=f"checkpoint:{checkpoint.id}",
@@ -317,7 +317,7 @@ class TurnActivities:
             for tool_call_id in tool_call_ids:
                 try:
                     artifact = await tool_store.get_artifact_for_tool_call(session, scope.account_id, tool_call_id)
-                    memory = await memories.get_tool_memory(session, scope.account_id, memory_id_for(artifact.id))
+                    memory = await tool_memories.get_tool_memory(session, scope.account_id, memory_id_for(artifact.id))
                 except NotFoundError:
                     continue  # never ran (the child timed out first)
                 if "file" in memory.payload or artifact.status is ToolCallStatus.FAILED:
@@ -347,7 +347,7 @@ class TurnActivities:
         checkpoint_id = str(uuid.uuid5(_MESSAGE_NAMESPACE, f"checkpoint:{activity.info().workflow_run_id}:"
                                                            f"{request.kind}:{len(request.model_run_ids)}"))
         async with self.deps.sessions() as session, session.begin():
-            record = await memories.put_checkpoint(
+            record = await checkpoints.put_checkpoint(
                 session, scope.account_id, scope.conversation_id, scope.branch_id, request.participant_id,
                 request.kind, state, references=references, checkpoint_id=checkpoint_id,
                 model_run_id=request.model_run_ids[-1] if request.model_run_ids else None,

@@ -4,7 +4,8 @@ Modules::
 
     store.graph        every graph function in one namespace (re-exports)
     store.conversations, store.branches, store.messages, store.tools,
-    store.memories, store.candidates, store.assemblies   the functions, by entity
+    store.tool_memories, store.user_memories, store.skills, store.checkpoints,
+    store.candidates, store.assemblies   the functions, by entity
     store.payloads     inline-or-S3 capture and verified reads of tool payloads
     store.artifacts    ArtifactStore: content-addressed objects over the S3 API
     store.records      records for what the policy core does not model

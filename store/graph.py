@@ -20,21 +20,18 @@ from store.conversations import (
     list_participants,
     next_seq,
 )
-from store.memories import (
+from store.checkpoints import get_checkpoint, put_checkpoint
+from store.skills import get_skill_state, put_skill_state
+from store.tool_memories import (
     add_conflict,
     find_memories_by_subject,
-    get_checkpoint,
-    get_skill_state,
     get_tool_memory,
     insert_derived_memory,
     insert_tool_memory,
-    list_user_memories,
     mark_memory_resolution,
-    put_checkpoint,
-    put_skill_state,
-    put_user_memory,
     set_superseded,
 )
+from store.user_memories import list_user_memories, put_user_memory
 from store.messages import (
     append_message,
     finish_model_run,

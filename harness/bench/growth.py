@@ -6,7 +6,7 @@ through the asyncpg connection under SQLAlchemy): user and assistant messages,
 model runs, tool calls with their attempt history, artifacts with inline JSON
 or text payloads of 0.5-4 KB, and the tool memories :func:`policy.derive.derive_memory`
 derives from them, with the ``seq`` values, supersession links and fork points
-the live path (``store.messages``, ``store.tools``, ``store.memories``,
+the live path (``store.messages``, ``store.tools``, ``store.tool_memories``,
 ``store.branches``) would have written. Bulk loading is only the setup:
 **assembly itself goes through the normal code path**,
 :func:`activities.context.assemble_context` (load the bounded candidate pool,
@@ -395,7 +395,7 @@ async def load_history(
                 "supersedes": [], "superseded_by": None, "superseded_seq": None, "promotion": "none",
                 "promoted_from": [], "created_at": observed,
             }
-            # store.memories / activities.memory: a success supersedes the subject's
+            # store.tool_memories / activities.memory: a success supersedes the subject's
             # live memory; a failure supersedes only an earlier failure.
             key = (branch_id, memory["subject_key"])
             previous = live_by_subject.get(key)

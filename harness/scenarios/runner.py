@@ -53,7 +53,7 @@ from policy.records import (
 )
 from policy.rehydrate import decode_payload
 from policy.tools import ToolCatalog
-from store import branches, conversations, memories, messages
+from store import branches, checkpoints, conversations, messages, skills, user_memories
 from store import tools as tool_store
 from store.errors import ArtifactStoreError
 from store.payloads import read_artifact_payload
@@ -249,14 +249,14 @@ class _Replay:
 
     async def _user_memory(self, step: RememberUser) -> None:
         async with self.deps.sessions() as session, session.begin():
-            await memories.put_user_memory(
+            await user_memories.put_user_memory(
                 session, self.account_id, step.text,
                 participant_id=self.participants[step.participant] if step.participant else None,
             )
 
     async def _skill(self, step: SetSkill) -> None:
         async with self.deps.sessions() as session, session.begin():
-            await memories.put_skill_state(
+            await skills.put_skill_state(
                 session, self.account_id, self.conversation_id, self.branches[step.branch],
                 self.participants[step.participant], step.skill, step.state, active=step.active,
             )
@@ -264,7 +264,7 @@ class _Replay:
     async def _checkpoint(self, step: Checkpoint) -> None:
         references = [memory_id_for(self.artifacts[key]) for key in step.references if key in self.artifacts]
         async with self.deps.sessions() as session, session.begin():
-            await memories.put_checkpoint(
+            await checkpoints.put_checkpoint(
                 session, self.account_id, self.conversation_id, self.branches[step.branch],
                 self.participants[step.participant], step.checkpoint_kind, step.state, references=references,
             )

@@ -34,7 +34,7 @@ from policy.enums import MessageRole, PrivacyClass, ResolutionStatus, RuntimeKin
 from policy.errors import UnknownParticipantError
 from policy.records import EvidenceRequest, GenerationBoundary
 from policy.tools import ToolCatalog, ToolSpec
-from store import branches, conversations, memories, messages
+from store import branches, conversations, messages, tool_memories
 from store import tools as tool_store
 from store.errors import ArtifactIntegrityError, ArtifactNotFoundError, BranchCycleError, NotFoundError
 from store.models import ToolArtifact
@@ -292,7 +292,7 @@ async def test_a_newer_result_for_the_same_subject_supersedes_and_a_failure_does
     assert new.id == memory_id_for(second.id)
     assert old.id in new.supersedes
     async with chat.deps.sessions() as session:
-        reread = await memories.get_tool_memory(session, chat.account_id, old.id)
+        reread = await tool_memories.get_tool_memory(session, chat.account_id, old.id)
     assert reread.superseded_by == new.id
     await chat.say("Which tier is A-5?")
     text_ = context_text((await assemble_context(chat.deps, chat.boundary())).result.messages)

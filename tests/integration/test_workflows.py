@@ -32,7 +32,7 @@ from dossier.services.models import Endpoints
 from dossier.services.worker import worker_environment
 from dossier.settings import Settings
 from policy.enums import ToolCallStatus
-from store import conversations, memories, messages
+from store import checkpoints, conversations, messages
 from store import tools as tool_store
 from store.assemblies import get_context_assembly, list_context_assemblies
 from store.models import ToolArtifact, ToolCall
@@ -241,7 +241,7 @@ async def test_subagent_raw_payloads_stay_out_of_the_parent_while_reports_and_fi
     async with dossier.deps.sessions() as session:
         run = await messages.get_model_run(session, dossier.account_id, resume.result.model_run_ids[0])
         stored = await get_context_assembly(session, dossier.account_id, run.context_assembly_id)
-        checkpoint = await memories.get_checkpoint(session, dossier.account_id, batch.checkpoint_id)
+        checkpoint = await checkpoints.get_checkpoint(session, dossier.account_id, batch.checkpoint_id)
     assert any(d.kind == "restore" and d.subject_ref == f"checkpoint:{batch.checkpoint_id}" for d in stored.decisions)
     assert set(checkpoint.references) == {m for c in batch.children for m in c.promoted_memory_ids}
 

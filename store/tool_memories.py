@@ -1,35 +1,25 @@
-"""Tool memories and their links, user memories, skill states and checkpoints."""
+"""Tool memories: the compact, derived results a model reads, and their links.
+
+Supersession and contradiction are stored on both sides of each link
+(``supersedes`` / ``superseded_by``, ``conflicts_with``), so a reader never
+has to walk the graph to know whether a memory is current.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, Literal
 
 from sqlalchemy import func, not_, select, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from policy.derive import MemoryDraft
 from policy.enums import PrivacyClass, PromotionPolicy, ResolutionStatus, RuntimeKind, VisibilityScope
-from policy.records import CheckpointRecord, SkillStateRecord, ToolMemoryRecord, UserMemoryRecord
-from store._sql import (
-    allocate_seq,
-    allocate_user_seq,
-    get_row,
-    insert_once,
-    new_id,
-    translate_errors,
-)
-from store.convert import to_checkpoint, to_skill_state, to_tool_memory, to_user_memory
+from policy.records import ToolMemoryRecord
+from store._sql import allocate_seq, get_row, insert_once, new_id, translate_errors
+from store.convert import to_tool_memory
 from store.errors import IntegrityViolation, NotFoundError
-from store.models import ContinuationCheckpoint, SkillState, ToolArtifact, ToolMemory, UserMemory
-
-CheckpointKind = Literal["tool_loop", "subagent_batch", "parent_resume", "deferred_wait"]
-"""Kinds of continuation checkpoints."""
-
-
-# --------------------------------------------------------------------------- tool memories
+from store.models import ToolArtifact, ToolMemory
 
 
 @translate_errors
@@ -287,246 +277,3 @@ async def mark_memory_resolution(
         row.repair_attempts = repair_attempts
     await session.flush()
     return to_tool_memory(row)
-
-
-# --------------------------------------------------------------------------- user memories
-
-
-@translate_errors
-async def put_user_memory(
-    session: AsyncSession,
-    account_id: str,
-    text: str,
-    *,
-    privacy: PrivacyClass = PrivacyClass.USER,
-    participant_id: str | None = None,
-    user_memory_id: str | None = None,
-) -> UserMemoryRecord:
-    """Store a user memory; idempotent on ``user_memory_id``.
-
-    Args:
-        session: the caller's session.
-        account_id: the owning account.
-        text: the memory.
-        privacy: its privacy class.
-        participant_id: restrict it to one participant; ``None`` for all.
-        user_memory_id: the id to use; a fresh one when ``None``.
-
-    Returns:
-        The memory, with ``seq`` from the account's user-memory counter.
-
-    Raises:
-        NotFoundError: no such account.
-    """
-    if user_memory_id is not None:
-        existing = await session.scalar(
-            select(UserMemory).where(UserMemory.account_id == account_id, UserMemory.id == user_memory_id)
-        )
-        if existing is not None:
-            return to_user_memory(existing)
-    seq = await allocate_user_seq(session, account_id)
-    user_memory_id = user_memory_id or new_id()
-    values = {
-        "id": user_memory_id,
-        "account_id": account_id,
-        "seq": seq,
-        "text": text,
-        "privacy": PrivacyClass(privacy).value,
-        "participant_id": participant_id,
-    }
-    if not await insert_once(session, UserMemory, values):
-        existing = await session.scalar(
-            select(UserMemory).where(UserMemory.account_id == account_id, UserMemory.id == user_memory_id)
-        )
-        if existing is None:
-            raise IntegrityViolation(f"user memory id {user_memory_id!r} is taken")
-        return to_user_memory(existing)
-    return to_user_memory(await get_row(session, UserMemory, account_id, user_memory_id))
-
-
-@translate_errors
-async def list_user_memories(session: AsyncSession, account_id: str, *, limit: int = 100) -> list[UserMemoryRecord]:
-    """The account's most recent user memories, oldest first.
-
-    Args:
-        session: the caller's session.
-        account_id: the owning account.
-        limit: at most this many.
-
-    Returns:
-        The memories, in ``seq`` order.
-    """
-    rows = list(
-        await session.scalars(
-            select(UserMemory)
-            .where(UserMemory.account_id == account_id)
-            .order_by(UserMemory.seq.desc())
-            .limit(limit)
-        )
-    )
-    return [to_user_memory(row) for row in reversed(rows)]
-
-
-# --------------------------------------------------------------------------- skill states
-
-
-@translate_errors
-async def put_skill_state(
-    session: AsyncSession,
-    account_id: str,
-    conversation_id: str,
-    branch_id: str,
-    participant_id: str,
-    skill: str,
-    state: Mapping[str, Any],
-    *,
-    active: bool = True,
-    visibility: VisibilityScope = VisibilityScope.PARTICIPANT_PRIVATE,
-    privacy: PrivacyClass = PrivacyClass.USER,
-) -> SkillStateRecord:
-    """Insert or replace the state of one skill for one participant on one branch.
-
-    Each write takes a new ``seq``: the state is as recent as its last write.
-
-    Args:
-        session: the caller's session.
-        account_id: the owning account.
-        conversation_id: the conversation.
-        branch_id: the branch.
-        participant_id: the participant using the skill.
-        skill: the skill's name.
-        state: the full new state.
-        active: whether the skill is still active.
-        visibility: who may see the state.
-        privacy: its privacy class.
-
-    Returns:
-        The stored state.
-
-    Raises:
-        NotFoundError: unknown conversation, branch or participant.
-    """
-    seq = await allocate_seq(session, account_id, conversation_id)
-    values = {
-        "id": new_id(),
-        "account_id": account_id,
-        "conversation_id": conversation_id,
-        "branch_id": branch_id,
-        "participant_id": participant_id,
-        "skill": skill,
-        "seq": seq,
-        "state": dict(state),
-        "active": active,
-        "visibility": VisibilityScope(visibility).value,
-        "privacy": PrivacyClass(privacy).value,
-    }
-    insert = pg_insert(SkillState).values(**values)
-    stmt = insert.on_conflict_do_update(
-        index_elements=["account_id", "participant_id", "skill", "branch_id"],
-        set_={
-            "seq": insert.excluded.seq,
-            "state": insert.excluded.state,
-            "active": insert.excluded.active,
-            "visibility": insert.excluded.visibility,
-            "privacy": insert.excluded.privacy,
-            "updated_at": func.now(),
-        },
-    ).returning(SkillState.id)
-    skill_state_id = await session.scalar(stmt)
-    assert skill_state_id is not None  # an upsert always returns its row
-    return to_skill_state(await get_row(session, SkillState, account_id, skill_state_id))
-
-
-@translate_errors
-async def get_skill_state(session: AsyncSession, account_id: str, skill_state_id: str) -> SkillStateRecord:
-    """A skill state by id.
-
-    Raises:
-        NotFoundError: no such skill state in the account.
-    """
-    return to_skill_state(await get_row(session, SkillState, account_id, skill_state_id))
-
-
-# --------------------------------------------------------------------------- checkpoints
-
-
-@translate_errors
-async def put_checkpoint(
-    session: AsyncSession,
-    account_id: str,
-    conversation_id: str,
-    branch_id: str,
-    participant_id: str,
-    kind: CheckpointKind,
-    state: Mapping[str, Any],
-    *,
-    references: Sequence[str] = (),
-    model_run_id: str | None = None,
-    visibility: VisibilityScope = VisibilityScope.PARTICIPANT_PRIVATE,
-    privacy: PrivacyClass = PrivacyClass.USER,
-    checkpoint_id: str | None = None,
-) -> CheckpointRecord:
-    """Store a continuation checkpoint; idempotent on ``checkpoint_id``.
-
-    Args:
-        session: the caller's session.
-        account_id: the owning account.
-        conversation_id: the conversation.
-        branch_id: the branch.
-        participant_id: the participant whose work continues.
-        kind: ``tool_loop``, ``subagent_batch``, ``parent_resume`` or ``deferred_wait``.
-        state: small structured state (steps done, next step ...).
-        references: graph ids the continuation relies on.
-        model_run_id: the run that wrote it.
-        visibility: who may see it.
-        privacy: its privacy class.
-        checkpoint_id: the id to use; a fresh one when ``None``.
-
-    Returns:
-        The checkpoint.
-
-    Raises:
-        NotFoundError: unknown conversation, branch, participant or run.
-        IntegrityViolation: unknown kind, or the id is taken elsewhere.
-    """
-    if checkpoint_id is not None:
-        existing = await session.scalar(
-            select(ContinuationCheckpoint).where(
-                ContinuationCheckpoint.account_id == account_id, ContinuationCheckpoint.id == checkpoint_id
-            )
-        )
-        if existing is not None:
-            return to_checkpoint(existing)
-    seq = await allocate_seq(session, account_id, conversation_id)
-    checkpoint_id = checkpoint_id or new_id()
-    values = {
-        "id": checkpoint_id,
-        "account_id": account_id,
-        "conversation_id": conversation_id,
-        "branch_id": branch_id,
-        "seq": seq,
-        "participant_id": participant_id,
-        "kind": kind,
-        "state": dict(state),
-        "references": list(references),
-        "model_run_id": model_run_id,
-        "visibility": VisibilityScope(visibility).value,
-        "privacy": PrivacyClass(privacy).value,
-    }
-    await insert_once(session, ContinuationCheckpoint, values)
-    try:
-        return await get_checkpoint(session, account_id, checkpoint_id)
-    except NotFoundError:
-        raise IntegrityViolation(f"checkpoint id {checkpoint_id!r} is taken") from None
-
-
-@translate_errors
-async def get_checkpoint(session: AsyncSession, account_id: str, checkpoint_id: str) -> CheckpointRecord:
-    """A continuation checkpoint by id.
-
-    Raises:
-        NotFoundError: no such checkpoint in the account.
-    """
-    return to_checkpoint(await get_row(session, ContinuationCheckpoint, account_id, checkpoint_id))
-
-

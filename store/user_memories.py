@@ -1,0 +1,88 @@
+"""User memories: personalisation facts about the account's user (a tool result never becomes one by itself)."""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from policy.enums import PrivacyClass
+from policy.records import UserMemoryRecord
+from store._sql import allocate_user_seq, get_row, insert_once, new_id, translate_errors
+from store.convert import to_user_memory
+from store.errors import IntegrityViolation
+from store.models import UserMemory
+
+
+@translate_errors
+async def put_user_memory(
+    session: AsyncSession,
+    account_id: str,
+    text: str,
+    *,
+    privacy: PrivacyClass = PrivacyClass.USER,
+    participant_id: str | None = None,
+    user_memory_id: str | None = None,
+) -> UserMemoryRecord:
+    """Store a user memory; idempotent on ``user_memory_id``.
+
+    Args:
+        session: the caller's session.
+        account_id: the owning account.
+        text: the memory.
+        privacy: its privacy class.
+        participant_id: restrict it to one participant; ``None`` for all.
+        user_memory_id: the id to use; a fresh one when ``None``.
+
+    Returns:
+        The memory, with ``seq`` from the account's user-memory counter.
+
+    Raises:
+        NotFoundError: no such account.
+    """
+    if user_memory_id is not None:
+        existing = await session.scalar(
+            select(UserMemory).where(UserMemory.account_id == account_id, UserMemory.id == user_memory_id)
+        )
+        if existing is not None:
+            return to_user_memory(existing)
+    seq = await allocate_user_seq(session, account_id)
+    user_memory_id = user_memory_id or new_id()
+    values = {
+        "id": user_memory_id,
+        "account_id": account_id,
+        "seq": seq,
+        "text": text,
+        "privacy": PrivacyClass(privacy).value,
+        "participant_id": participant_id,
+    }
+    if not await insert_once(session, UserMemory, values):
+        existing = await session.scalar(
+            select(UserMemory).where(UserMemory.account_id == account_id, UserMemory.id == user_memory_id)
+        )
+        if existing is None:
+            raise IntegrityViolation(f"user memory id {user_memory_id!r} is taken")
+        return to_user_memory(existing)
+    return to_user_memory(await get_row(session, UserMemory, account_id, user_memory_id))
+
+
+@translate_errors
+async def list_user_memories(session: AsyncSession, account_id: str, *, limit: int = 100) -> list[UserMemoryRecord]:
+    """The account's most recent user memories, oldest first.
+
+    Args:
+        session: the caller's session.
+        account_id: the owning account.
+        limit: at most this many.
+
+    Returns:
+        The memories, in ``seq`` order.
+    """
+    rows = list(
+        await session.scalars(
+            select(UserMemory)
+            .where(UserMemory.account_id == account_id)
+            .order_by(UserMemory.seq.desc())
+            .limit(limit)
+        )
+    )
+    return [to_user_memory(row) for row in reversed(rows)]
