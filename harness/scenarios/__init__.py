@@ -1,31 +1,26 @@
 """The seventeen seed scenarios: boundary cases of context assembly, as data.
 
-Each module in :mod:`harness.scenarios.catalog` defines ``SCENARIOS``, a tuple
-of :class:`~harness.scenarios.model.Scenario`. :func:`all_scenarios` gathers
-them in a fixed order.
+Each scenario is a folder under ``seeds/``: ``scenario.toml`` (the steps, the
+measured call and its fact checks) and the tool payloads beside it, shaped
+like what the tools really return (API JSON, CSV exports, build logs,
+tracebacks, e-mail; the ids, companies and people are invented). The folder
+names' numeric prefix fixes the order; :mod:`harness.scenarios.load` reads and
+validates them.
 """
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
-
+from harness.scenarios.load import load_seeds
 from harness.scenarios.model import Scenario
 
 
 def all_scenarios() -> tuple[Scenario, ...]:
-    """Every scenario from every catalog module, sorted by module then definition order."""
-    from harness.scenarios import catalog
+    """Every seed scenario, in the order of its folder's position.
 
-    found: list[Scenario] = []
-    for module_info in sorted(pkgutil.iter_modules(catalog.__path__), key=lambda m: m.name):
-        module = importlib.import_module(f"{catalog.__name__}.{module_info.name}")
-        found.extend(getattr(module, "SCENARIOS", ()))
-    names = [scenario.name for scenario in found]
-    duplicates = sorted({name for name in names if names.count(name) > 1})
-    if duplicates:
-        raise ValueError(f"duplicate scenario names: {duplicates}")
-    return tuple(found)
+    Raises:
+        SeedError: a seed folder does not load (see :func:`~harness.scenarios.load.load_seeds`).
+    """
+    return load_seeds()
 
 
 def scenario(name: str) -> Scenario:

@@ -14,7 +14,7 @@ wall clock, so a scenario assembles identically on every run.
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -159,9 +159,13 @@ class LoseArtifact(Step):
     tool: str
 
 
-AnyStep = (
-    AddParticipant | Fork | Say | CallTool | Promote | RememberUser | SetSkill | Checkpoint | LoseArtifact
-)
+# Discriminated by ``kind``: a step read from a seed file is validated against
+# its own kind only, so a misspelt field is one error naming that field rather
+# than one failed match per step type.
+AnyStep = Annotated[
+    AddParticipant | Fork | Say | CallTool | Promote | RememberUser | SetSkill | Checkpoint | LoseArtifact,
+    Field(discriminator="kind"),
+]
 
 
 class Evidence(BaseModel):

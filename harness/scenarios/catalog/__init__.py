@@ -1,1 +1,0 @@
-"""Scenario definitions, one module per theme; each exports ``SCENARIOS``."""
