@@ -25,7 +25,7 @@ from activities.deps import EXACT_TOKEN_COUNT_MAX_BYTES, GraphDeps
 from activities.errors import ToolOutcomeError
 from policy.enums import PrivacyClass, PromotionPolicy, RuntimeKind, ToolCallStatus, VisibilityScope
 from policy.records import ArtifactRecord, ToolCallRecord
-from policy.rehydrate import decode_payload
+from policy.derive import decode_payload
 from policy.tools import default_visibility
 from store import tools as tool_store
 from store.errors import NotFoundError

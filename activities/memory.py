@@ -11,8 +11,9 @@ from __future__ import annotations
 import uuid
 
 from activities.deps import GraphDeps
-from policy.derive import derive_memory, link_memory
+from policy.derive import derive_memory
 from policy.enums import ToolCallStatus, strictest_privacy
+from policy.links import link_memory
 from policy.gates import Viewer, check_promotion, check_scope
 from policy.policy import FAIL_CLOSED_ROUTE
 from policy.records import ArtifactRecord, CandidateSet, ToolMemoryRecord

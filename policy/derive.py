@@ -21,13 +21,45 @@ from pydantic import Field
 
 from policy.enums import FreshnessClass, ToolCallStatus
 from policy.errors import DerivationError
-from policy.records import Locator, Record, canonical_json
-from policy.rehydrate import decode_payload
+from policy.records import ArtifactRecord, Locator, Record, ToolMemoryRecord, canonical_json
 from policy.summarise import is_free_text, json_summary, scalar, summary_budget, text_summary
 from policy.tools import ResultKind, ToolSpec
 
 FILE_CONTENT_TYPE = "application/vnd.dossier.file+json"
 """Content type of a generated-file handle ``{"name", "bytes", "sha256", "uri"}``."""
+
+# Summary shapes. The scripted model (activities/providers/scripted/lines.py) parses
+# them back with patterns built from these; the subagent ones are what
+# activities/promotion.py writes when it promotes a child's results.
+RESULT_SEPARATOR = " → "
+"""``<title> → <summary>``: a result's summary follows its title."""
+FAILED_SEPARATOR = " FAILED: "
+"""``<title> FAILED: <last error line>``: a failed call's memory."""
+UNPARSED_SEPARATOR = ": unparsed "
+"""``<title>: unparsed <kind> result, <n> bytes``: a result that did not parse as its kind."""
+FILE_HANDLE_PREFIX = "generated file "
+"""``generated file <name>, <n> bytes at <uri>``: a generated file's handle."""
+SUBAGENT_REPORT_PREFIX = "subagent "
+"""``subagent <name> <outcome>; report: <text>``: a finished subagent's promoted report."""
+SUBAGENT_REPORT_SEPARATOR = "; report: "
+SUBAGENT_OUTCOMES = ("succeeded", "failed", "timed out")
+"""How a report summary spells a subagent run's outcome (``timed_out`` with a space)."""
+PROMOTED_PREFIX = "from subagent "
+"""``from subagent <name>: <summary>``: a file handle or failure promoted from a subagent."""
+PROMOTED_SEPARATOR = ": "
+TITLE_VALUE_CHARS = 40
+"""Each argument value in a title is clipped to this many characters."""
+TITLE_ARGS_CHARS = 100
+"""A title's whole argument list is clipped to this many characters."""
+
+
+def decode_payload(raw: bytes) -> str:
+    """Raw bytes as text; undecodable bytes become U+FFFD rather than vanish.
+
+    Derivation, exact slicing and capture all read bytes this one way, so a
+    row a summary counts is the row a locator slices.
+    """
+    return raw.decode("utf-8", errors="replace")
 
 
 class MemoryDraft(Record):
@@ -90,23 +122,24 @@ def derive_memory(
     whole = (Locator(artifact_id=artifact_id),)
     if status is ToolCallStatus.FAILED:
         summary, payload = _error_summary(decode_payload(raw))
-        return _draft(spec, arguments, title, f"{title} FAILED: {summary}", payload, 1.0,
-                      "captured error", whole, observed_at, FreshnessClass.VOLATILE)
+        return _draft(spec, arguments, observed_at, title=title, summary=f"{title}{FAILED_SEPARATOR}{summary}",
+                      payload=payload, confidence=1.0, source="captured error", locators=whole,
+                      freshness=FreshnessClass.VOLATILE)
     kind = _kind(spec.result_kind, content_type, raw)
     if len(raw) > parse_max_bytes:
         first = text_summary(decode_payload(raw[:2048]).splitlines()[0] if raw[:2048].strip() else "")
         head = f"; starts: {first[:120]}" if first and kind == "text" else ""
-        draft = _draft(spec, arguments, title, f"{title} → large {kind} result, {len(raw)} bytes{head}",
-                       {"bytes": len(raw)}, 0.5, "size limit", whole, observed_at, spec.freshness)
-        return draft.model_copy(update={
-            "limitations": f"not summarised: {len(raw)} bytes is above the {parse_max_bytes}-byte parse limit; "
-                           "request exact evidence by locator"})
+        summary = f"{title}{RESULT_SEPARATOR}large {kind} result, {len(raw)} bytes{head}"
+        return _draft(spec, arguments, observed_at, title=title, summary=summary, payload={"bytes": len(raw)},
+                      confidence=0.5, source="size limit", locators=whole,
+                      limitations=f"not summarised: {len(raw)} bytes is above the {parse_max_bytes}-byte parse "
+                                  "limit; request exact evidence by locator")
     text = decode_payload(raw)
     try:
         if kind == "file":
             summary, payload = _file_summary(text)
-            return _draft(spec, arguments, title, summary, payload, 1.0, "file handle", whole,
-                          observed_at, FreshnessClass.PERMANENT)
+            return _draft(spec, arguments, observed_at, title=title, summary=summary, payload=payload,
+                          confidence=1.0, source="file handle", locators=whole, freshness=FreshnessClass.PERMANENT)
         if kind == "csv":
             summary, payload, locators = _csv_summary(text, artifact_id)
         elif kind in ("json", "search"):
@@ -118,11 +151,12 @@ def derive_memory(
             summary, payload, locators = text_summary(text), {}, whole
     # RecursionError: json.loads raises it for pathologically nested input.
     except (ValueError, csv.Error, DerivationError, RecursionError) as exc:
-        draft = _draft(spec, arguments, title, f"{title}: unparsed {kind} result, {len(raw)} bytes",
-                       {}, 0.3, "parse failure", whole, observed_at, spec.freshness)
-        return draft.model_copy(update={"limitations": f"could not parse as {kind}: {exc}"})
-    return _draft(spec, arguments, title, f"{title} → {summary}", payload, 0.95,
-                  f"{kind} deriver", locators, observed_at, spec.freshness)
+        return _draft(spec, arguments, observed_at, title=title,
+                      summary=f"{title}{UNPARSED_SEPARATOR}{kind} result, {len(raw)} bytes", payload={},
+                      confidence=0.3, source="parse failure", locators=whole,
+                      limitations=f"could not parse as {kind}: {exc}")
+    return _draft(spec, arguments, observed_at, title=title, summary=f"{title}{RESULT_SEPARATOR}{summary}",
+                  payload=payload, confidence=0.95, source=f"{kind} deriver", locators=locators)
 
 
 LITERAL_MAX_BYTES = 1024 * 1024
@@ -199,7 +233,21 @@ def _literal(node: ast.AST) -> Any:
     raise ValueError(f"not a literal: {type(node).__name__}")
 
 
-def _draft(spec, arguments, title, summary, payload, confidence, source, locators, observed_at, freshness):
+def _draft(
+    spec: ToolSpec,
+    arguments: dict[str, Any],
+    observed_at: datetime,
+    *,
+    title: str,
+    summary: str,
+    payload: dict[str, Any],
+    confidence: float,
+    source: str,
+    locators: tuple[Locator, ...],
+    freshness: FreshnessClass | None = None,
+    limitations: str = "",
+) -> MemoryDraft:
+    """A draft for ``spec``'s result; ``source`` names the deriver, ``freshness`` defaults to the spec's."""
     stale_after = observed_at + spec.ttl if spec.ttl is not None else None
     return MemoryDraft(
         subject_key=subject_key(spec, arguments),
@@ -209,25 +257,24 @@ def _draft(spec, arguments, title, summary, payload, confidence, source, locator
         confidence=confidence,
         confidence_source=source,
         rationale=f"derived from the raw {spec.name} result by the {source}",
-        freshness=freshness,
+        limitations=limitations,
+        freshness=freshness or spec.freshness,
         stale_after=stale_after,
         revalidate_with=spec.revalidate_with or (spec.name,),
         locators=tuple(locators),
     )
 
 
-_ARG_CHARS = 40
-_ARGS_CHARS = 100
+def title_value(value: Any) -> str:
+    """An argument value as a memory title shows it: whitespace folded, clipped to :data:`TITLE_VALUE_CHARS`."""
+    text = " ".join((value if isinstance(value, str) else canonical_json(value)).split())
+    return text if len(text) <= TITLE_VALUE_CHARS else text[: TITLE_VALUE_CHARS - 1] + "…"
 
 
 def _compact_args(arguments: dict[str, Any]) -> str:
     """Arguments as a title shows them; the full ones stay on the tool call."""
-    parts = []
-    for key, value in sorted(arguments.items()):
-        text = " ".join((value if isinstance(value, str) else canonical_json(value)).split())
-        parts.append(f"{key}={text if len(text) <= _ARG_CHARS else text[: _ARG_CHARS - 1] + '…'}")
-    text = ", ".join(parts)
-    return text if len(text) <= _ARGS_CHARS else text[: _ARGS_CHARS - 1] + "…"
+    text = ", ".join(f"{key}={title_value(value)}" for key, value in sorted(arguments.items()))
+    return text if len(text) <= TITLE_ARGS_CHARS else text[: TITLE_ARGS_CHARS - 1] + "…"
 
 
 def _kind(declared: ResultKind, content_type: str, raw: bytes) -> ResultKind:
@@ -258,7 +305,7 @@ def _file_summary(text: str) -> tuple[str, dict[str, Any]]:
     # The digest stays in the payload: it identifies bytes, the model needs name, size and place.
     size = f", {handle['bytes']} bytes" if "bytes" in handle else ""
     uri = f" at {handle['uri']}" if "uri" in handle else ""
-    return f"generated file {handle['name']}{size}{uri}", {"file": handle}
+    return f"{FILE_HANDLE_PREFIX}{handle['name']}{size}{uri}", {"file": handle}
 
 
 def _number(text: str) -> Decimal | None:
@@ -322,28 +369,45 @@ def _entity(record: dict[str, Any]) -> str | None:
     return None
 
 
-def link_memory(
-    new_subject: str,
-    new_facts: dict[str, str],
-    existing: list[tuple[str, str, dict[str, str]]],
-) -> tuple[list[str], list[str]]:
-    """Which existing memories a new one supersedes, and which it contradicts.
+def memory_record(
+    draft: MemoryDraft,
+    artifact: ArtifactRecord,
+    *,
+    memory_id: str,
+    supersedes: tuple[str, ...] = (),
+    conflicts_with: tuple[str, ...] = (),
+) -> ToolMemoryRecord:
+    """The memory a draft becomes: owned, scoped and classed like the artifact it was derived from.
+
+    The one place a draft turns into a record, for live turns, imported
+    trajectories and tests alike.
 
     Args:
-        new_subject: the new memory's subject key.
-        new_facts: its ``payload["facts"]`` (``entity.attribute`` -> value).
-        existing: ``(memory_id, subject_key, facts)`` of the live memories it
-            could relate to, oldest first.
+        draft: what :func:`derive_memory` drafted from the artifact's bytes.
+        artifact: the captured artifact the memory cites.
+        memory_id: the memory's id (derived from the artifact id by the caller, so a
+            retried derivation writes nothing new).
+        supersedes: live memories of the same subject this one replaces.
+        conflicts_with: live memories this one contradicts.
 
     Returns:
-        ``(supersedes, conflicts_with)``: ids of same-subject memories, and ids
-        of other-subject memories asserting a different value for a shared fact.
+        The record, ``seq`` unset (the store assigns it).
     """
-    supersedes = [memory_id for memory_id, subject, _ in existing if subject == new_subject]
-    conflicts = [
-        memory_id
-        for memory_id, subject, facts in existing
-        if subject != new_subject
-        and any(key in facts and facts[key] != value for key, value in sorted(new_facts.items()))
-    ]
-    return supersedes, conflicts
+    return ToolMemoryRecord(
+        id=memory_id,
+        branch_id=artifact.branch_id,
+        seq=0,
+        owner_participant_id=artifact.owner_participant_id,
+        model_run_id=artifact.model_run_id,
+        runtime_kind=artifact.runtime_kind,
+        source_artifact_ids=(artifact.id,),
+        source_tool=artifact.tool_name,
+        visibility=artifact.visibility,
+        shared_with=artifact.shared_with,
+        privacy=artifact.privacy,
+        observed_at=artifact.captured_at,
+        promotion=artifact.promotion,
+        supersedes=supersedes,
+        conflicts_with=conflicts_with,
+        **{name: getattr(draft, name) for name in MemoryDraft.model_fields},
+    )

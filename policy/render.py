@@ -1,173 +1,147 @@
-"""How admitted records read to a model: compact lines that keep their ids.
+"""Render and record: the second pure pass, after README stages 1-9 have selected.
 
-Ids are shortened for the model (``m:3f2a91c0``) but never invented: a short
-id is a prefix of the real id, lengthened until it is unique within the
-assembly, and the assembly record keeps the full ids.
+:func:`render_context` turns a :class:`~policy.selection.Selection` and the
+raw bytes its plan asked for into provider messages: one system message (the
+participant's prompt, then the runtime sections in :data:`SECTION_TITLES`
+order, with planned evidence cut to its exact slice) followed by the kept
+transcript in lineage order. It also builds the
+:class:`~policy.records.ContextAssemblyRecord` that audit reads later: what
+was selected, rehydrated and omitted, and a digest of the exact messages.
+Line shapes are :mod:`policy.lines`'.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable
-from datetime import datetime
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass
 
-from policy.enums import ResolutionStatus, ToolCallStatus
+from policy.enums import MessageRole
+from policy.errors import DerivationError
+from policy.legacy import legacy_message_count, legacy_token_count
+from policy.lines import (
+    SECTION_TITLES,
+    ShortIds,
+    evidence_line,
+    first_read_line,
+    section,
+    unavailable_evidence_line,
+)
 from policy.records import (
-    CheckpointRecord,
-    SkillStateRecord,
-    ToolCallRecord,
-    ToolMemoryRecord,
-    UserMemoryRecord,
+    ChatMessage,
+    ContextAssemblyRecord,
+    PolicyDecisionRecord,
+    RehydrationItem,
     canonical_json,
 )
+from policy.rehydration import bounded, describe, slice_payload
+from policy.selection import Item, Selection
+from policy.tokens import TokenCounter, count_messages
 
-_PREFIX_LENGTHS = (8, 12, 16)
-
-
-class ShortIds:
-    """Deterministic, collision-free short forms of the ids in one assembly."""
-
-    def __init__(self, ids: Iterable[str]) -> None:
-        """Build the shortest unique prefix (of 8, 12, 16 or all chars) for each id.
-
-        Args:
-            ids: every id that may be rendered in the assembly.
-        """
-        compact = {full: full.replace("-", "") for full in sorted(set(ids))}
-        self._short: dict[str, str] = {}
-        for length in _PREFIX_LENGTHS:
-            owners: dict[str, list[str]] = {}
-            for full, plain in compact.items():
-                if full not in self._short:
-                    owners.setdefault(plain[:length], []).append(full)
-            for prefix, fulls in owners.items():
-                if len(fulls) == 1:
-                    self._short[fulls[0]] = prefix
-        for full, plain in compact.items():
-            self._short.setdefault(full, plain)
-
-    def __call__(self, full_id: str) -> str:
-        """The short form of ``full_id`` (the id itself if it was never registered)."""
-        return self._short.get(full_id, full_id.replace("-", ""))
+ASSEMBLER_VERSION = "dossier-assembler/1"
+"""Recorded on every ContextAssemblyRecord; bump it when the same inputs would assemble differently."""
 
 
-def _clip(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+@dataclass(frozen=True)
+class AssemblyResult:
+    """Provider-ready messages plus the audit record of how they were chosen."""
+
+    messages: tuple[ChatMessage, ...]
+    record: ContextAssemblyRecord
+    decisions: tuple[PolicyDecisionRecord, ...]
+
+    def to_openai(self) -> list[dict]:
+        """The messages in OpenAI chat-completions form."""
+        return [message.to_openai() for message in self.messages]
 
 
-def _args(arguments: dict, limit: int = 160) -> str:
-    return _clip(canonical_json(arguments), limit)
+def render_context(
+    selection: Selection,
+    raw_payloads: Mapping[str, bytes],
+    counter: TokenCounter,
+    unavailable: Mapping[str, str] | None = None,
+) -> AssemblyResult:
+    """Second pure pass: serialise the selection into provider messages.
 
+    Args:
+        selection: the output of :func:`policy.assembler.select_context`.
+        raw_payloads: raw bytes for each planned rehydration, by artifact id.
+        counter: the injected token counter.
+        unavailable: planned artifacts whose bytes could not be read, with the
+            reason (missing object, failed integrity check); the model is told
+            the evidence is unavailable instead of being given anything else.
 
-def _when(moment: datetime) -> str:
-    return moment.strftime("%Y-%m-%dT%H:%MZ")
+    Returns:
+        Messages, the ContextAssembly record and every policy decision.
 
-
-def tool_call_line(call: ToolCallRecord, short: ShortIds, max_error_chars: int) -> str:
-    """An unresolved or failed tool call, with what it waits for or why it failed."""
-    head = f"[t:{short(call.id)}] {call.name}({_args(call.arguments)}) {call.status.value.upper()}"
-    if call.status is ToolCallStatus.DEFERRED:
-        return f"{head}: waiting for {call.waiting_for or 'an external answer'}"
-    if call.status in (ToolCallStatus.FAILED, ToolCallStatus.RETRYING) or call.last_error:
-        critical = ", retry-critical" if call.retry_critical else ""
-        error = error_excerpt(call.last_error or "no error text captured", max_error_chars)
-        return f"{head} after {call.attempts} attempt(s){critical}: {error}"
-    return head
-
-
-def error_excerpt(error: str, max_chars: int) -> str:
-    """The lines of an error that say what went wrong, verbatim, within ``max_chars``.
-
-    Errors put their headline first and their cause last (a traceback ends in
-    the exception; a CLI ends in its final message); the frames in between are
-    what can go. The last line is kept whole even past ``max_chars``: it is
-    the one a fix is written against.
+    Raises:
+        DerivationError: a planned payload is missing or its locator does not fit.
     """
-    lines = [line.strip() for line in error.strip().splitlines() if line.strip()]
-    if len(lines) <= 1 or len("\n".join(lines)) <= max_chars:
-        return " | ".join(lines) if lines else ""
-    tail = [lines[-1]]
-    used = len(lines[-1])
-    for line in reversed(lines[1:-1]):
-        if used + len(line) + 3 > max_chars:
-            break
-        tail.insert(0, line)
-        used += len(line) + 3
-    head = lines[0] if used + len(lines[0]) + 3 <= max_chars or len(lines[0]) <= 120 else lines[0][:119] + "…"
-    skipped = len(lines) - 1 - len(tail)
-    gap = [f"[{skipped} line(s) omitted]"] if skipped else []
-    return " | ".join([head, *gap, *tail])
+    short = selection.short_ids
+    unavailable = unavailable or {}
+    first_reads = {
+        f"memory:{planned.memory_id}": planned for planned in selection.rehydration
+        if planned.memory_id is not None and planned.artifact_id not in unavailable
+    }
+    titles = {f"memory:{memory.id}": memory.title for memory in selection.candidates.tool_memories}
+    sections: dict[str, list[str]] = {name: [] for name in SECTION_TITLES}
+    transcript: list[Item] = []
+    for item in selection.items:
+        if item.message is not None:
+            transcript.append(item)
+        elif item.ref in first_reads:
+            sections[item.section].append(_first_read(first_reads[item.ref], titles[item.ref], raw_payloads, short))
+        else:
+            sections[item.section].append(item.text)
+    for planned in selection.rehydration:
+        if planned.memory_id is not None:
+            continue  # an unread result: rendered whole in its memory's place, or its summary stays
+        if planned.artifact_id in unavailable:
+            sections["evidence"].append(
+                unavailable_evidence_line(planned.artifact_id, unavailable[planned.artifact_id], short))
+            continue
+        if planned.artifact_id not in raw_payloads:
+            raise DerivationError(f"rehydration planned for artifact {planned.artifact_id} but no bytes given")
+        text = bounded(slice_payload(raw_payloads[planned.artifact_id], planned.locator), planned.max_bytes)
+        sections["evidence"].append(evidence_line(planned.artifact_id, describe(planned.locator), text, short))
+    sections["evidence"] += selection.raw_denials
+
+    blocks = [selection.participant.system_prompt] if selection.participant.system_prompt else []
+    for name, title in SECTION_TITLES.items():
+        if sections[name]:
+            blocks.append(section(title, sections[name]))
+    messages: list[ChatMessage] = []
+    if blocks:
+        messages.append(ChatMessage(role=MessageRole.SYSTEM, content="\n\n".join(blocks)))
+    transcript.sort(key=lambda item: (item.seq, item.ref))
+    messages += [item.message for item in transcript if item.message is not None]
+
+    candidates = selection.candidates
+    digest = hashlib.sha256(canonical_json([m.to_openai() for m in messages]).encode()).hexdigest()
+    record = ContextAssemblyRecord(
+        policy_version=selection.policy.version_tag,
+        assembler_version=ASSEMBLER_VERSION,
+        snapshot_seq=candidates.snapshot_seq,
+        legacy_message_count=legacy_message_count(candidates, selection.participant),
+        assembled_message_count=len(messages),
+        legacy_tokens=legacy_token_count(candidates, selection.participant, counter),
+        assembled_tokens=count_messages(messages, counter),
+        token_budget=selection.token_budget,
+        selected_refs=tuple(sorted(item.ref for item in selection.items)),
+        rehydrated_refs=tuple(
+            f"artifact:{p.artifact_id}#{describe(p.locator).replace(' ', '=')}"
+            for p in selection.rehydration
+            if p.artifact_id not in unavailable
+        ),
+        omitted_counts=selection.omitted,
+        content_sha256=digest,
+    )
+    return AssemblyResult(messages=tuple(messages), record=record, decisions=selection.decisions)
 
 
-def receipt_line(call: ToolCallRecord, short: ShortIds) -> str:
-    """A succeeded call that no memory covers: that it ran, and with what."""
-    return f"[t:{short(call.id)}] {call.name}({_args(call.arguments)}) ok"
-
-
-def memory_line(memory: ToolMemoryRecord, short: ShortIds, conflicts: Iterable[str] = ()) -> str:
-    """A current tool memory: summary, and only the caveats that change its reading."""
-    parts = [f"[m:{short(memory.id)}] {memory.summary}"]
-    if memory.resolution is ResolutionStatus.MISSING_SOURCE:
-        missing = ",".join(f"a:{short(a)}" for a in memory.source_artifact_ids)
-        parts.append(f"(UNVERIFIED: source artifact {missing} missing)")
-    elif memory.resolution is ResolutionStatus.HASH_MISMATCH:
-        parts.append("(UNVERIFIED: source artifact failed its integrity check)")
-    if memory.confidence < 0.8:
-        note = f"; {memory.limitations}" if memory.limitations else ""
-        parts.append(f"(confidence {memory.confidence:.2f}{note})")
-    others = sorted(conflicts)
-    if others:
-        parts.append("CONFLICTS with " + ", ".join(f"m:{short(o)}" for o in others))
-    return " ".join(parts)
-
-
-def stale_marker_line(memory: ToolMemoryRecord, short: ShortIds, stale_since: datetime | None) -> str:
-    """A stale memory: what it was about and how to refresh it, never its values."""
-    since = f" since {_when(stale_since)}" if stale_since else ""
-    tools = ", ".join(memory.revalidate_with) or memory.source_tool
-    return f"[m:{short(memory.id)}] STALE{since}: {memory.title} (observed {_when(memory.observed_at)}); re-run {tools}"
-
-
-def checkpoint_line(checkpoint: CheckpointRecord, short: ShortIds) -> str:
-    """A continuation checkpoint: its kind, compact state and the records it relies on."""
-    refs = " ".join(short(ref) for ref in checkpoint.references)
-    tail = f" refs {refs}" if refs else ""
-    return f"[c:{short(checkpoint.id)}] {checkpoint.kind}: {canonical_json(checkpoint.state)}{tail}"
-
-
-def skill_line(skill: SkillStateRecord, short: ShortIds) -> str:
-    """An active skill's state."""
-    return f"[s:{short(skill.id)}] {skill.skill}: {canonical_json(skill.state)}"
-
-
-def user_memory_line(memory: UserMemoryRecord) -> str:
-    """One personalisation fact."""
-    return memory.text
-
-
-FIRST_READ_LABEL = "whole result (first read)"
-"""Marks a memory whose unread result is shown whole instead of its summary."""
-
-
-def fenced(text: str) -> str:
-    """``text`` in a code fence longer than any backtick run inside it.
-
-    Raw tool output is untrusted: a result containing a fence of its own
-    could otherwise close the block and pose as context structure.
-    """
-    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
-    fence = "`" * max(3, longest + 1)
-    return f"{fence}\n{text}\n{fence}"
-
-
-SECTION_TITLES: dict[str, str] = {
-    "recovery": "Open tool calls (unresolved; do not assume success):",
-    "planning": "Continuation state:",
-    "memory": "Tool results (compact; ids cite the runtime graph):",
-    "stale": "Stale (not current truth; revalidate before use):",
-    "receipt": "Other tool calls:",
-    "user": "About the user:",
-    "evidence": "Raw evidence (exact, rehydrated):",
-}
-"""Sections of the runtime-context block, in the order they render."""
+def _first_read(planned: RehydrationItem, title: str, raw_payloads: Mapping[str, bytes], short: ShortIds) -> str:
+    """A memory whose unread result is shown whole: its citation and title, then the bytes."""
+    if planned.artifact_id not in raw_payloads:
+        raise DerivationError(f"first read planned for artifact {planned.artifact_id} but no bytes given")
+    text = bounded(slice_payload(raw_payloads[planned.artifact_id], None), planned.max_bytes)
+    return first_read_line(planned.memory_id or "", title, planned.artifact_id, text, short)

@@ -71,7 +71,7 @@ from policy.records import (
     ToolCallRequest,
     canonical_json,
 )
-from policy.rehydrate import decode_payload
+from policy.derive import decode_payload
 from policy.tokens import count_message
 from policy.tools import ToolSpec
 from store.branches import load_lineage

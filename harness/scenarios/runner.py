@@ -51,7 +51,7 @@ from policy.records import (
     PolicyDecisionRecord,
     ToolCallRequest,
 )
-from policy.rehydrate import decode_payload
+from policy.derive import decode_payload
 from policy.tools import ToolCatalog
 from store import branches, checkpoints, conversations, messages, skills, user_memories
 from store import tools as tool_store

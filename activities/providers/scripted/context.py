@@ -1,9 +1,9 @@
 """Read an assembled context back into structure: what a scripted model knows.
 
 The scripted provider must decide from the context alone, as a real model
-would: the runtime system message rendered by :mod:`policy.render` (tool
-memories, stale markers, open tool calls, receipts, checkpoints) and the
-transcript window after it. Nothing else reaches it, so a script that finds
+would: the runtime system message rendered by :mod:`policy.render` in the
+line format of :mod:`policy.lines` (tool memories, stale markers, open tool
+calls, receipts, checkpoints) and the transcript window after it. Nothing else reaches it, so a script that finds
 its data here proves the assembly carried that data.
 
 :func:`read_context` splits the system message into its sections and items
@@ -27,15 +27,20 @@ from activities.providers.scripted.lines import (
     parse_memory,
     title_value,
 )
-from policy.enums import MessageRole
+from policy.enums import MessageRole, ToolCallStatus
+from policy.lines import BULLET, RECEIPT_STATUS, SECTION_TITLES, RefKind, ref, status_word
 from policy.records import ChatMessage
-from policy.render import SECTION_TITLES
+from policy.transcript import DIRECTIVE_SEPARATOR, SPEAKER_SEPARATOR
 
 _SECTION_OF_TITLE = {title: name for name, title in SECTION_TITLES.items()}
-_ITEM = re.compile(r"- \[(?P<kind>[mtcsa]):(?P<id>[^\]\s]+)\] ?(?P<rest>.*)", re.DOTALL)
+_ITEM = re.compile(
+    re.escape(BULLET) + r"\[(?P<kind>" + "|".join(re.escape(kind) for kind in RefKind)
+    + r"):(?P<id>[^\]\s]+)\] ?(?P<rest>.*)", re.DOTALL)
 _FENCE = re.compile(r"`{3,}")
-_DIRECTIVE = re.compile(r"(?P<label>[A-Z][\w .'-]{0,40}) directive: (?P<text>.*)", re.DOTALL)
-_SPEAKER = re.compile(r"(?P<label>[A-Z][\w .'-]{0,40}): (?P<text>.*)", re.DOTALL)
+_LABEL = r"(?P<label>[A-Z][\w .'-]{0,40})"
+_DIRECTIVE = re.compile(_LABEL + re.escape(DIRECTIVE_SEPARATOR) + r"(?P<text>.*)", re.DOTALL)
+_SPEAKER = re.compile(_LABEL + re.escape(SPEAKER_SEPARATOR) + r"(?P<text>.*)", re.DOTALL)
+_FAILED = status_word(ToolCallStatus.FAILED)
 
 State = Literal["todo", "waiting", "failed", "done"]
 
@@ -127,9 +132,9 @@ class ContextView:
             return Progress("done", memory=found[0])
         calls = [c for c in self.calls if c.matches(tool, arguments)]
         for call in calls:
-            if call.status == "FAILED":
+            if call.status == _FAILED:
                 return Progress("failed", call=call)
-            if call.status != "ok":
+            if call.status != RECEIPT_STATUS:
                 return Progress("waiting", call=call)
         failures = [m for m in self.memories
                     if m.failed and not m.stale and m.subagent is None and m.matches(tool, arguments)]
@@ -191,19 +196,19 @@ def read_context(messages: tuple[ChatMessage, ...] | list[ChatMessage]) -> Conte
     for section, text in items:
         item = _ITEM.fullmatch(text)
         parsed: Any = None
-        if item and item.group("kind") == "m":
-            parsed = parse_memory(f"m:{item.group('id')}", item.group("rest"))
+        if item and item.group("kind") == RefKind.MEMORY:
+            parsed = parse_memory(ref(RefKind.MEMORY, item.group("id")), item.group("rest"))
             (stale if parsed.stale else memories).append(parsed)
-        elif item and item.group("kind") == "t":
-            parsed = parse_call(f"t:{item.group('id')}", item.group("rest"))
+        elif item and item.group("kind") == RefKind.TOOL_CALL:
+            parsed = parse_call(ref(RefKind.TOOL_CALL, item.group("id")), item.group("rest"))
             if parsed:
                 calls.append(parsed)
-        elif item and item.group("kind") == "c":
-            parsed = parse_checkpoint(f"c:{item.group('id')}", item.group("rest"))
+        elif item and item.group("kind") == RefKind.CHECKPOINT:
+            parsed = parse_checkpoint(ref(RefKind.CHECKPOINT, item.group("id")), item.group("rest"))
             if parsed:
                 checkpoints.append(parsed)
         if parsed is None:
-            other.append(f"{section}: {text.removeprefix('- ')}")
+            other.append(f"{section}: {text.removeprefix(BULLET)}")
     return ContextView(
         system_prompt=prompt,
         memories=tuple(memories + stale),
@@ -233,7 +238,7 @@ def _split_sections(runtime: str) -> tuple[str, list[tuple[str, str]]]:
             section = _SECTION_OF_TITLE[line]
         elif section is None:
             prompt.append(line)
-        elif line.startswith("- ") and (section == "user" or _ITEM.match(line)):
+        elif line.startswith(BULLET) and (section == "user" or _ITEM.match(line)):
             items.append((section, line))
         elif items:
             # A multi-line item (a report with line breaks, rehydrated evidence) continues here.

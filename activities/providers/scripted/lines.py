@@ -1,8 +1,11 @@
 """One rendered line of an assembled context, parsed: memories, tool calls, checkpoints.
 
 Each parser takes the text after a line's ``[m:<id>]`` / ``[t:<id>]`` /
-``[c:<id>]`` prefix, as :mod:`policy.render` wrote it, and returns a frozen
+``[c:<id>]`` prefix, as :mod:`policy.lines` wrote it, and returns a frozen
 record; :mod:`activities.providers.scripted.context` walks the sections and calls them.
+The patterns are built from the writers' own constants (markers and statuses
+from :mod:`policy.lines`, summary separators and title clipping from
+:mod:`policy.derive`), so the two sides cannot drift apart.
 
 Line shapes (ids are short ids, ``<args>`` as the renderer writes them)::
 
@@ -26,34 +29,53 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any, Literal
 
-from policy.derive import derive_memory
-from policy.enums import ToolCallStatus
+from policy.derive import (
+    FAILED_SEPARATOR,
+    FILE_HANDLE_PREFIX,
+    PROMOTED_PREFIX,
+    PROMOTED_SEPARATOR,
+    RESULT_SEPARATOR,
+    SUBAGENT_OUTCOMES,
+    SUBAGENT_REPORT_PREFIX,
+    SUBAGENT_REPORT_SEPARATOR,
+    UNPARSED_SEPARATOR,
+    derive_memory,
+    title_value,
+)
+from policy.enums import UNRESOLVED_STATUSES, ToolCallStatus
+from policy.lines import FIRST_READ_LABEL, RECEIPT_STATUS, STALE_MARKER, RefKind, status_word
 from policy.records import canonical_json
-from policy.render import FIRST_READ_LABEL
 from policy.tools import ToolSpec
 
+
+def _one_of(*texts: str) -> str:
+    """A regex alternation matching any of ``texts`` literally."""
+    return "|".join(re.escape(text) for text in texts)
+
+
 _TOOL = r"(?P<tool>[A-Za-z][\w.-]*)"
-_RESULT = re.compile(_TOOL + r"\((?P<args>.*?)\)(?P<sep> → | FAILED: |: unparsed )(?P<rest>.*)", re.DOTALL)
+_RESULT = re.compile(
+    _TOOL + r"\((?P<args>.*?)\)(?P<sep>" + _one_of(RESULT_SEPARATOR, FAILED_SEPARATOR, UNPARSED_SEPARATOR)
+    + r")(?P<rest>.*)", re.DOTALL)
 _TITLE = re.compile(_TOOL + r"\((?P<args>.*)\)", re.DOTALL)
-_STALE = re.compile(r"STALE(?: since \S+)?: (?P<title>.*) \(observed [^)]*\); re-run (?P<tools>.*)", re.DOTALL)
-_FILE = re.compile(r"generated file (?P<name>.+?)(?:, (?P<bytes>\d+) bytes)?(?: at (?P<uri>\S+))?(?: \(.*)?", re.DOTALL)
-_REPORT = re.compile(r"subagent (?P<name>\S+) (?P<outcome>succeeded|failed|timed out); report: (?P<report>.*)",
-                     re.DOTALL)
-_PROMOTED = re.compile(r"from subagent (?P<name>\S+): (?P<inner>.*)", re.DOTALL)
-_CALL = re.compile(_TOOL + r"\((?P<args>.*?)\) (?P<status>ok|PENDING|DEFERRED|RETRYING|FAILED)(?P<detail>.*)",
-                   re.DOTALL)
+_STALE = re.compile(
+    re.escape(STALE_MARKER) + r"(?: since \S+)?: (?P<title>.*) \(observed [^)]*\); re-run (?P<tools>.*)", re.DOTALL)
+_FILE = re.compile(re.escape(FILE_HANDLE_PREFIX)
+                   + r"(?P<name>.+?)(?:, (?P<bytes>\d+) bytes)?(?: at (?P<uri>\S+))?(?: \(.*)?", re.DOTALL)
+_REPORT = re.compile(
+    re.escape(SUBAGENT_REPORT_PREFIX) + r"(?P<name>\S+) (?P<outcome>" + _one_of(*SUBAGENT_OUTCOMES) + ")"
+    + re.escape(SUBAGENT_REPORT_SEPARATOR) + r"(?P<report>.*)", re.DOTALL)
+_PROMOTED = re.compile(re.escape(PROMOTED_PREFIX) + r"(?P<name>\S+)" + re.escape(PROMOTED_SEPARATOR) + r"(?P<inner>.*)",
+                       re.DOTALL)
+_CALL = re.compile(
+    _TOOL + r"\((?P<args>.*?)\) (?P<status>"
+    + _one_of(RECEIPT_STATUS, *sorted(status_word(status) for status in UNRESOLVED_STATUSES))
+    + r")(?P<detail>.*)", re.DOTALL)
 _CHECKPOINT = re.compile(r"(?P<kind>\w+): (?P<state>\{.*\})(?: refs (?P<refs>.*))?", re.DOTALL)
-_FIRST_READ = re.compile(r"\[a:\S+\] " + re.escape(FIRST_READ_LABEL) + r":\n(?P<fence>`{3,})\n(?P<raw>.*)\n(?P=fence)",
-                         re.DOTALL)
+_FIRST_READ = re.compile(
+    r"\[" + re.escape(RefKind.ARTIFACT) + r":\S+\] " + re.escape(FIRST_READ_LABEL)
+    + r":\n(?P<fence>`{3,})\n(?P<raw>.*)\n(?P=fence)", re.DOTALL)
 _TITLE_ARG = re.compile(r", (?=[A-Za-z_]\w*=)")
-
-_TITLE_VALUE_CHARS = 40  # policy.derive clips each title argument to this many characters
-
-
-def title_value(value: Any) -> str:
-    """An argument value as a memory title shows it (whitespace folded, clipped)."""
-    text = " ".join((value if isinstance(value, str) else canonical_json(value)).split())
-    return text if len(text) <= _TITLE_VALUE_CHARS else text[: _TITLE_VALUE_CHARS - 1] + "…"
 
 
 def _title_args(text: str) -> tuple[dict[str, str], bool]:
@@ -192,7 +214,7 @@ def read_whole(tool: str, args: dict[str, str], raw: str) -> str:
     spec = _specs().get(tool) or ToolSpec(name=tool)
     draft = derive_memory(spec, "first-read", dict(args), ToolCallStatus.SUCCEEDED, raw.encode(),
                           "application/octet-stream", datetime(2000, 1, 1, tzinfo=UTC))
-    return draft.summary.split(" → ", 1)[1] if " → " in draft.summary else draft.summary
+    return draft.summary.split(RESULT_SEPARATOR, 1)[1] if RESULT_SEPARATOR in draft.summary else draft.summary
 
 
 def parse_memory(ref: str, text: str) -> MemoryLine:
@@ -222,7 +244,7 @@ def parse_memory(ref: str, text: str) -> MemoryLine:
             raw = first.group("raw")
             rest = read_whole(result.group("tool"), parsed, raw)
         return MemoryLine(ref, text, tool=result.group("tool"), args=parsed, args_clipped=clipped,
-                          result=rest, failed=result.group("sep") == " FAILED: ", raw=raw)
+                          result=rest, failed=result.group("sep") == FAILED_SEPARATOR, raw=raw)
     return MemoryLine(ref, text)
 
 

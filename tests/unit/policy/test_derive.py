@@ -9,10 +9,11 @@ import json
 
 import pytest
 
-from policy.derive import FILE_CONTENT_TYPE, derive_memory, link_memory, subject_key
+from policy.derive import FILE_CONTENT_TYPE, derive_memory, subject_key
+from policy.links import link_memory
 from policy.enums import FreshnessClass, ToolCallStatus
 from policy.records import Locator
-from policy.rehydrate import slice_payload
+from policy.rehydration import slice_payload
 from policy.summarise import SUMMARY_CHARS, SUMMARY_MAX_CHARS, summary_budget
 from policy.tools import ToolCatalog, ToolSpec, default_visibility
 from policy_builders import NOW

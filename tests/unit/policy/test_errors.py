@@ -8,7 +8,7 @@ from policy.assembler import render_context, select_context
 from policy.errors import BoundaryMismatchError, DerivationError, PolicyError, UnknownParticipantError
 from policy.policy import DEFAULT_POLICY
 from policy.records import Locator
-from policy.rehydrate import slice_payload
+from policy.rehydration import slice_payload
 from policy_builders import ACTIVE, ROOT, SIBLING, artifact, boundary, candidates, evidence, lineage, memory
 
 WORLD = candidates(artifacts=[artifact("art-1", 20, b"a\nb\n")], tool_memories=[memory("mem-1", 21, sources=["art-1"])])

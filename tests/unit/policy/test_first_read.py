@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from policy.assembler import unread_artifact_ids
 from policy.derive import FILE_CONTENT_TYPE
 from policy.enums import DecisionOutcome, MessageRole, OmissionReason, PrivacyClass
 from policy.policy import ContextPolicy
+from policy.rehydration import unread_artifact_ids
 from policy_builders import (
     OTHER,
     VIEWER,

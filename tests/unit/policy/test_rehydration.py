@@ -9,7 +9,7 @@ from policy.enums import DecisionOutcome, OmissionReason
 from policy.errors import DerivationError
 from policy.policy import DEFAULT_POLICY, ContextPolicy
 from policy.records import Locator
-from policy.rehydrate import bounded, describe, slice_payload
+from policy.rehydration import bounded, describe, slice_payload
 from policy_builders import (
     SIBLING,
     artifact,

@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 
-from policy.render import ShortIds
+from policy.lines import ShortIds
 from policy_builders import candidates, memory, system_text
 
 A = "3f2a91c0-1111-4aaa-8000-000000000001"

@@ -33,7 +33,8 @@ from activities.tools.base import ToolArgumentError, ToolContext, ToolError, Too
 from activities.tools.registry import ToolRegistry, default_registry
 from dossier.runtime import SAMPLE_WORKSPACE
 from policy.assembler import AssemblyResult, assemble, short_ids_for
-from policy.derive import FILE_CONTENT_TYPE, derive_memory, link_memory
+from policy.derive import FILE_CONTENT_TYPE, derive_memory
+from policy.links import link_memory
 from policy.enums import MessageRole, PrivacyClass, RuntimeKind, ToolCallStatus, VisibilityScope
 from policy.policy import DEFAULT_POLICY
 from policy.records import (

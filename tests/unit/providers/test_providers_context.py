@@ -1,4 +1,4 @@
-"""Reading assembled contexts back: every line shape ``policy.render`` writes, parsed into structure.
+"""Reading assembled contexts back: every line shape ``policy.lines`` writes, parsed into structure.
 
 Lines are produced by the real render functions from real records, so a
 change in the renderer that the scripts would no longer understand fails here.
@@ -13,18 +13,19 @@ import pytest
 from activities.providers.scripted.context import ContextView, read_context, title_value
 from policy.derive import derive_memory
 from policy.enums import FreshnessClass, MessageRole, PrivacyClass, ResolutionStatus, ToolCallStatus, VisibilityScope
-from policy.records import ChatMessage, CheckpointRecord, ToolCallRecord, ToolMemoryRecord
-from policy.render import (
+from policy.lines import (
     FIRST_READ_LABEL,
-    fenced,
     SECTION_TITLES,
     ShortIds,
     checkpoint_line,
+    fenced,
     memory_line,
     receipt_line,
+    section,
     stale_marker_line,
     tool_call_line,
 )
+from policy.records import ChatMessage, CheckpointRecord, ToolCallRecord, ToolMemoryRecord
 from policy.tools import ToolSpec
 
 NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
@@ -53,11 +54,11 @@ def call(number: int, name: str, arguments: dict, status: ToolCallStatus, **fiel
 
 
 def context(sections: dict[str, list[str]], *transcript: ChatMessage, prompt: str = "You are Analyst.") -> ContextView:
-    """Sections joined exactly as ``policy.assembler.render_context`` joins them."""
+    """Sections joined exactly as ``policy.render.render_context`` joins them."""
     blocks = [prompt] if prompt else []
     for name, title in SECTION_TITLES.items():
         if sections.get(name):
-            blocks.append(title + "".join("\n- " + line for line in sections[name]))
+            blocks.append(section(title, sections[name]))
     messages = [ChatMessage(role=MessageRole.SYSTEM, content="\n\n".join(blocks))] if blocks else []
     return read_context([*messages, *transcript])
 

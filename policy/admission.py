@@ -1,0 +1,265 @@
+"""Admission: README stages 1-5, deciding which graph records may compete for the budget.
+
+1. **Route**: :func:`resolve_viewer` looks up the boundary's provider route; an
+   unknown route fails closed to public records only.
+2. **Lineage and visibility**: every record passes the gates of
+   :mod:`policy.gates` (lineage, scope, promotion, privacy) for this viewer.
+3. **Supersession and contradiction**: a memory replaced by one the viewer
+   can see is dropped; live conflicts stay, marked on both sides; only the
+   latest checkpoint per kind and state per skill is kept.
+4. **Freshness**: a memory past ``stale_after`` becomes a stale marker (or is
+   omitted, as the policy says).
+5. **Recovery protection**: unresolved and failed calls are protected open
+   state for their owner; a failure shown as an open call needs no second line.
+
+:func:`admit_records` runs stages 2-5 over tool memories, tool calls,
+checkpoints, skill states and user memories; messages are the transcript's
+(:mod:`policy.transcript`). The gate checks themselves live in :mod:`policy.gates`.
+"""
+
+from __future__ import annotations
+
+from policy.enums import UNRESOLVED_STATUSES, DecisionOutcome, OmissionReason, RecordClass, ToolCallStatus
+from policy.gates import Viewer, admit, check_privacy, is_stale, stale_at
+from policy.lines import (
+    ShortIds,
+    checkpoint_line,
+    memory_line,
+    receipt_line,
+    skill_line,
+    stale_marker_line,
+    tool_call_line,
+    user_memory_line,
+)
+from policy.policy import FAIL_CLOSED_ROUTE, ContextPolicy
+from policy.records import CandidateSet, GenerationBoundary, ToolMemoryRecord
+from policy.selection import Item, Ledger, by_seq
+
+
+def resolve_viewer(
+    policy: ContextPolicy, boundary: GenerationBoundary, candidates: CandidateSet, ledger: Ledger
+) -> Viewer:
+    """Stage 1: who views the candidates, on which lineage, through which route.
+
+    Args:
+        policy: the rule set naming the known routes.
+        boundary: names the participant and the provider route.
+        candidates: carry the active branch's lineage.
+        ledger: receives the denial when the route is unknown.
+
+    Returns:
+        The viewer every gate checks against; an unknown route becomes
+        :data:`policy.policy.FAIL_CLOSED_ROUTE`.
+    """
+    route = policy.route(boundary.provider_route)
+    if route is None:
+        route = FAIL_CLOSED_ROUTE
+        ledger.decide(
+            "route",
+            f"route:{boundary.provider_route}",
+            DecisionOutcome.DENIED,
+            "unknown provider route: failing closed to public records only",
+        )
+    return Viewer(boundary.participant_id, candidates.lineage, route)
+
+
+def admit_records(
+    policy: ContextPolicy,
+    boundary: GenerationBoundary,
+    candidates: CandidateSet,
+    viewer: Viewer,
+    short: ShortIds,
+    ledger: Ledger,
+) -> list[Item]:
+    """Stages 2-5 over every candidate but messages: the items that may compete for the budget.
+
+    Args:
+        policy: freshness, stale handling and error-excerpt rules.
+        boundary: the logical ``now`` and the evidence requests.
+        candidates: the graph slice.
+        viewer: from :func:`resolve_viewer`.
+        short: the assembly's short ids, for the rendered lines.
+        ledger: receives every omission, with its reason.
+
+    Returns:
+        Memory, stale-marker, open-call, receipt, planning and user-fact items.
+    """
+    covered_calls, items = _memories(policy, boundary, candidates, viewer, short, ledger)
+    items += _tool_calls(policy, candidates, viewer, short, ledger, covered_calls)
+    items = _drop_memories_of_open_calls(items, candidates, ledger)
+    items += _planning(candidates, viewer, short, ledger)
+    items += _user_memories(candidates, viewer, ledger)
+    _count_unrequested_raw(candidates, viewer, ledger, boundary)
+    return items
+
+
+def _memories(
+    policy: ContextPolicy,
+    boundary: GenerationBoundary,
+    candidates: CandidateSet,
+    viewer: Viewer,
+    short: ShortIds,
+    ledger: Ledger,
+) -> tuple[set[str], list[Item]]:
+    """Admit tool memories; returns the tool calls they cover and their items."""
+    call_of_artifact = {artifact.id: artifact.tool_call_id for artifact in candidates.artifacts}
+    passed: list[ToolMemoryRecord] = []
+    for memory in by_seq(candidates.tool_memories):
+        ref = f"memory:{memory.id}"
+        denial = admit(memory, memory.privacy, viewer)
+        if denial:
+            ledger.deny("visibility" if denial.reason is not OmissionReason.PRIVACY_ROUTE else "privacy", ref, denial)
+            continue
+        passed.append(memory)
+
+    # A replacement this viewer cannot see (a sibling branch's, another
+    # participant's private memory, one outside the candidates) replaces nothing.
+    passed_ids = {memory.id for memory in passed}
+    covered: set[str] = set()
+    admitted: list[ToolMemoryRecord] = []
+    for memory in passed:
+        if memory.superseded_by in passed_ids:
+            # Its call is represented too: by the replacement, not by a receipt line.
+            covered.update(call_of_artifact[a] for a in memory.source_artifact_ids if a in call_of_artifact)
+            ledger.decide(
+                "supersession", f"memory:{memory.id}", DecisionOutcome.OMITTED,
+                f"superseded by memory {memory.superseded_by}", OmissionReason.SUPERSEDED,
+            )
+            continue
+        admitted.append(memory)
+
+    admitted_ids = {memory.id for memory in admitted}
+    items: list[Item] = []
+    for memory in admitted:
+        ref = f"memory:{memory.id}"
+        for artifact_id in memory.source_artifact_ids:
+            if artifact_id in call_of_artifact:
+                covered.add(call_of_artifact[artifact_id])
+        if is_stale(memory, policy, boundary.now):
+            if policy.stale_handling == "omit":
+                ledger.decide("freshness", ref, DecisionOutcome.OMITTED, "stale", OmissionReason.STALE)
+                continue
+            text = stale_marker_line(memory, short, stale_at(memory, policy))
+            items.append(Item(ref, "stale", RecordClass.EPISTEMIC, False, 2, memory.seq, text))
+            continue
+        conflicts = [other for other in memory.conflicts_with if other in admitted_ids]
+        text = memory_line(memory, short, conflicts)
+        items.append(Item(ref, "memory", RecordClass.EPISTEMIC, False, 0 if conflicts else 1, memory.seq, text))
+    return covered, items
+
+
+def _drop_memories_of_open_calls(items: list[Item], candidates: CandidateSet, ledger: Ledger) -> list[Item]:
+    """A failed call shown as open recovery state needs no second line for its error memory."""
+    open_calls = {item.ref.removeprefix("tool_call:") for item in items if item.section == "recovery"}
+    call_of_artifact = {artifact.id: artifact.tool_call_id for artifact in candidates.artifacts}
+    calls_of_memory = {
+        f"memory:{memory.id}": {call_of_artifact.get(a) for a in memory.source_artifact_ids}
+        for memory in candidates.tool_memories
+    }
+    kept: list[Item] = []
+    for item in items:
+        calls = calls_of_memory.get(item.ref, set())
+        if item.section == "memory" and calls and calls <= open_calls:
+            ledger.decide("tool_memory", item.ref, DecisionOutcome.OMITTED,
+                          "represented by its open tool call", OmissionReason.RESOLVED_ELSEWHERE)
+            continue
+        kept.append(item)
+    return kept
+
+
+def _tool_calls(
+    policy: ContextPolicy,
+    candidates: CandidateSet,
+    viewer: Viewer,
+    short: ShortIds,
+    ledger: Ledger,
+    covered: set[str],
+) -> list[Item]:
+    """Unresolved and failed calls are protected recovery state for their owner."""
+    items: list[Item] = []
+    for call in by_seq(candidates.tool_calls):
+        ref = f"tool_call:{call.id}"
+        denial = admit(call, call.privacy, viewer)
+        if denial:
+            ledger.deny("visibility", ref, denial)
+            continue
+        unresolved = call.status in UNRESOLVED_STATUSES
+        if unresolved or (call.retry_critical and call.status is not ToolCallStatus.SUCCEEDED):
+            protected = call.participant_id == viewer.participant_id
+            text = tool_call_line(call, short, policy.max_error_chars)
+            items.append(Item(ref, "recovery", RecordClass.RECOVERY, protected, 0, call.seq, text))
+        elif call.id in covered:
+            ledger.decide(
+                "tool_call", ref, DecisionOutcome.OMITTED,
+                "succeeded; represented by its tool memory", OmissionReason.RESOLVED_ELSEWHERE,
+            )
+        else:
+            items.append(Item(ref, "receipt", RecordClass.OPERATIONAL, False, 0, call.seq, receipt_line(call, short)))
+    return items
+
+
+def _planning(candidates: CandidateSet, viewer: Viewer, short: ShortIds, ledger: Ledger) -> list[Item]:
+    """Latest checkpoint per kind (protected) and latest state per active skill."""
+    items: list[Item] = []
+    latest_checkpoint: dict[str, str] = {}
+    for checkpoint in by_seq(candidates.checkpoints):
+        if admit(checkpoint, checkpoint.privacy, viewer) is None:
+            latest_checkpoint[checkpoint.kind] = checkpoint.id
+    for checkpoint in by_seq(candidates.checkpoints):
+        ref = f"checkpoint:{checkpoint.id}"
+        denial = admit(checkpoint, checkpoint.privacy, viewer)
+        if denial:
+            ledger.deny("visibility", ref, denial)
+        elif latest_checkpoint.get(checkpoint.kind) != checkpoint.id:
+            ledger.decide("checkpoint", ref, DecisionOutcome.OMITTED, "older checkpoint of the same kind",
+                          OmissionReason.SUPERSEDED)
+        else:
+            text = checkpoint_line(checkpoint, short)
+            items.append(Item(ref, "planning", RecordClass.PLANNING, True, 0, checkpoint.seq, text))
+
+    latest_skill: dict[tuple[str, str], str] = {}
+    for skill in by_seq(candidates.skill_states):
+        if admit(skill, skill.privacy, viewer) is None:
+            latest_skill[(skill.participant_id, skill.skill)] = skill.id
+    for skill in by_seq(candidates.skill_states):
+        ref = f"skill:{skill.id}"
+        denial = admit(skill, skill.privacy, viewer)
+        if denial:
+            ledger.deny("visibility", ref, denial)
+        elif latest_skill.get((skill.participant_id, skill.skill)) != skill.id or not skill.active:
+            reason = "inactive skill" if skill.active is False else "older state of the same skill"
+            ledger.decide("skill", ref, DecisionOutcome.OMITTED, reason, OmissionReason.SUPERSEDED)
+        else:
+            items.append(Item(ref, "planning", RecordClass.PLANNING, False, 1, skill.seq, skill_line(skill, short)))
+    return items
+
+
+def _user_memories(candidates: CandidateSet, viewer: Viewer, ledger: Ledger) -> list[Item]:
+    items: list[Item] = []
+    for memory in sorted(candidates.user_memories, key=lambda m: (m.seq, m.id)):
+        ref = f"user_memory:{memory.id}"
+        if memory.participant_id not in (None, viewer.participant_id):
+            ledger.decide("visibility", ref, DecisionOutcome.OMITTED, "scoped to another participant",
+                          OmissionReason.NOT_VISIBLE)
+            continue
+        denial = check_privacy(memory.privacy, viewer)
+        if denial:
+            ledger.deny("privacy", ref, denial)
+            continue
+        items.append(Item(ref, "user", RecordClass.EPISTEMIC, False, 3, memory.seq, user_memory_line(memory)))
+    return items
+
+
+def _count_unrequested_raw(
+    candidates: CandidateSet, viewer: Viewer, ledger: Ledger, boundary: GenerationBoundary
+) -> None:
+    """Raw payloads are never sent by default; count what stayed in the store."""
+    requested = {request.artifact_id for request in boundary.evidence_requests}
+    for artifact in by_seq(candidates.artifacts):
+        if artifact.id in requested:
+            continue
+        denial = admit(artifact, artifact.privacy, viewer)
+        if denial:
+            ledger.omitted[denial.reason.value] += 1
+        else:
+            ledger.omitted[OmissionReason.RAW_NOT_REQUESTED.value] += 1

@@ -1,0 +1,72 @@
+"""The budget: README stage 7, which admitted items fit the token budget.
+
+Items compete in :meth:`Item.sort_key` order: protected first (they always
+stay, whatever they cost), then by class priority (recovery, policy,
+planning, conversational, epistemic, provenance, operational), tier, newest
+and id. Each kept item is charged what it adds to the rendered context: its
+line and, for the first item of a section, the section title.
+"""
+
+from __future__ import annotations
+
+from policy.enums import DecisionOutcome, MessageRole, OmissionReason
+from policy.lines import BULLET, SECTION_TITLES
+from policy.policy import ContextPolicy
+from policy.records import ChatMessage, ParticipantRecord
+from policy.selection import Item, Ledger
+from policy.tokens import TokenCounter, count_message
+
+
+def spend_budget(
+    policy: ContextPolicy,
+    items: list[Item],
+    participant: ParticipantRecord,
+    budget: int,
+    counter: TokenCounter,
+    ledger: Ledger,
+) -> tuple[list[Item], int]:
+    """Keep items in priority order while they fit; protected items always stay.
+
+    Args:
+        policy: the memory cap.
+        items: everything admission and the transcript admitted.
+        participant: the reader, whose system prompt is paid for first.
+        budget: the boundary's token budget (0 keeps protected state only).
+        counter: the injected token counter.
+        ledger: receives an included, protected, stale-marked or omitted
+            decision for every item.
+
+    Returns:
+        The kept items, in priority order, and the tokens they and the
+        system prompt cost.
+    """
+    system_cost = count_message(ChatMessage(role=MessageRole.SYSTEM, content=participant.system_prompt), counter)
+    spent = system_cost
+    opened: set[str] = set()
+    kept: list[Item] = []
+    memories = 0
+    for item in sorted(items, key=Item.sort_key):
+        cost = _item_cost(item, counter, opened)
+        over_cap = item.section == "memory" and memories >= policy.max_memories
+        if item.protected or (spent + cost <= budget and not over_cap):
+            kept.append(item)
+            spent += cost
+            opened.add(item.section)
+            memories += item.section == "memory"
+            outcome = DecisionOutcome.PROTECTED if item.protected else DecisionOutcome.INCLUDED
+            if item.section == "stale":
+                outcome = DecisionOutcome.MARKED_STALE
+            reason = "protected state" if item.protected else f"{item.record_class.value}, fits budget"
+            ledger.decide(item.section, item.ref, outcome, reason)
+        else:
+            why = "memory cap reached" if over_cap else f"would exceed {budget}-token budget"
+            ledger.decide(item.section, item.ref, DecisionOutcome.OMITTED, why, OmissionReason.BUDGET)
+    return kept, spent
+
+
+def _item_cost(item: Item, counter: TokenCounter, opened: set[str]) -> int:
+    """What ``item`` adds to the context, counted on the text the renderer joins (:func:`policy.lines.section`)."""
+    if item.message is not None:
+        return count_message(item.message, counter)
+    header = 0 if item.section in opened else counter("\n" + SECTION_TITLES[item.section])
+    return header + counter("\n" + BULLET + item.text)

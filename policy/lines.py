@@ -1,0 +1,257 @@
+"""How admitted records read to a model: compact lines that keep their ids.
+
+This module owns the text format of the runtime-context block: the section
+titles, the ``- `` bullet, the ``[m:<id>]`` citations, the markers (``STALE``,
+``CONFLICTS with``, the first-read label) and every line shape. The scripted
+model (:mod:`activities.providers.scripted`) parses that text back and builds
+its patterns from the constants here, so a format change is made once.
+
+Ids are shortened for the model (``m:3f2a91c0``) but never invented: a short
+id is a prefix of the real id, lengthened until it is unique within the
+assembly, and the assembly record keeps the full ids.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from datetime import datetime
+from enum import StrEnum
+
+from policy.derive import RESULT_SEPARATOR
+from policy.enums import ResolutionStatus, ToolCallStatus
+from policy.records import (
+    ArtifactRecord,
+    CheckpointRecord,
+    SkillStateRecord,
+    ToolCallRecord,
+    ToolMemoryRecord,
+    UserMemoryRecord,
+    canonical_json,
+)
+
+_PREFIX_LENGTHS = (8, 12, 16)
+
+
+class ShortIds:
+    """Deterministic, collision-free short forms of the ids in one assembly."""
+
+    def __init__(self, ids: Iterable[str]) -> None:
+        """Build the shortest unique prefix (of 8, 12, 16 or all chars) for each id.
+
+        Args:
+            ids: every id that may be rendered in the assembly.
+        """
+        compact = {full: full.replace("-", "") for full in sorted(set(ids))}
+        self._short: dict[str, str] = {}
+        for length in _PREFIX_LENGTHS:
+            owners: dict[str, list[str]] = {}
+            for full, plain in compact.items():
+                if full not in self._short:
+                    owners.setdefault(plain[:length], []).append(full)
+            for prefix, fulls in owners.items():
+                if len(fulls) == 1:
+                    self._short[fulls[0]] = prefix
+        for full, plain in compact.items():
+            self._short.setdefault(full, plain)
+
+    def __call__(self, full_id: str) -> str:
+        """The short form of ``full_id`` (the id itself if it was never registered)."""
+        return self._short.get(full_id, full_id.replace("-", ""))
+
+
+# --------------------------------------------------------------------------- the format
+
+
+class RefKind(StrEnum):
+    """The letter before a short id: what kind of record a line cites."""
+
+    MEMORY = "m"
+    TOOL_CALL = "t"
+    CHECKPOINT = "c"
+    SKILL = "s"
+    ARTIFACT = "a"
+
+
+def ref(kind: RefKind, short_id: str) -> str:
+    """``m:3f2a91c0``: how a line names another record (``CONFLICTS with m:3f2a91c0``)."""
+    return f"{kind}:{short_id}"
+
+
+def cite(kind: RefKind, short_id: str) -> str:
+    """``[m:3f2a91c0]``: the citation a line starts with, and an answer cites back."""
+    return f"[{ref(kind, short_id)}]"
+
+
+BULLET = "- "
+"""Starts each item of a section; a following line without it continues the item."""
+
+SECTION_TITLES: dict[str, str] = {
+    "recovery": "Open tool calls (unresolved; do not assume success):",
+    "planning": "Continuation state:",
+    "memory": "Tool results (compact; ids cite the runtime graph):",
+    "stale": "Stale (not current truth; revalidate before use):",
+    "receipt": "Other tool calls:",
+    "user": "About the user:",
+    "evidence": "Raw evidence (exact, rehydrated):",
+}
+"""Sections of the runtime-context block, in the order they render."""
+
+STALE_MARKER = "STALE"
+"""Starts a stale memory's line (after its citation): not current truth."""
+CONFLICTS_MARKER = "CONFLICTS with"
+"""Precedes the memories a current memory contradicts."""
+RECEIPT_STATUS = "ok"
+"""What a receipt says after the call: it ran and succeeded."""
+FIRST_READ_LABEL = "whole result (first read)"
+"""Marks a memory whose unread result is shown whole instead of its summary."""
+
+
+def status_word(status: ToolCallStatus) -> str:
+    """How an open call's line spells its status (``PENDING``, ``FAILED``, ...)."""
+    return status.value.upper()
+
+
+def section(title: str, lines: Iterable[str]) -> str:
+    """One section of the runtime-context block: its title, then a bulleted line per item."""
+    return title + "".join("\n" + BULLET + line for line in lines)
+
+
+def fenced(text: str) -> str:
+    """``text`` in a code fence longer than any backtick run inside it.
+
+    Raw tool output is untrusted: a result containing a fence of its own
+    could otherwise close the block and pose as context structure.
+    """
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}\n{text}\n{fence}"
+
+
+# --------------------------------------------------------------------------- record lines
+
+
+def _clip(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _args(arguments: dict, limit: int = 160) -> str:
+    return _clip(canonical_json(arguments), limit)
+
+
+def _when(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%MZ")
+
+
+def _revalidation(memory: ToolMemoryRecord) -> str:
+    """The tools that refresh a memory; at least the one that produced it."""
+    return ", ".join(memory.revalidate_with) or memory.source_tool
+
+
+def tool_call_line(call: ToolCallRecord, short: ShortIds, max_error_chars: int) -> str:
+    """An unresolved or failed tool call, with what it waits for or why it failed."""
+    head = f"{cite(RefKind.TOOL_CALL, short(call.id))} {call.name}({_args(call.arguments)}) {status_word(call.status)}"
+    if call.status is ToolCallStatus.DEFERRED:
+        return f"{head}: waiting for {call.waiting_for or 'an external answer'}"
+    if call.status in (ToolCallStatus.FAILED, ToolCallStatus.RETRYING) or call.last_error:
+        critical = ", retry-critical" if call.retry_critical else ""
+        error = error_excerpt(call.last_error or "no error text captured", max_error_chars)
+        return f"{head} after {call.attempts} attempt(s){critical}: {error}"
+    return head
+
+
+def error_excerpt(error: str, max_chars: int) -> str:
+    """The lines of an error that say what went wrong, verbatim, within ``max_chars``.
+
+    Errors put their headline first and their cause last (a traceback ends in
+    the exception; a CLI ends in its final message); the frames in between are
+    what can go. The last line is kept whole even past ``max_chars``: it is
+    the one a fix is written against.
+    """
+    lines = [line.strip() for line in error.strip().splitlines() if line.strip()]
+    if len(lines) <= 1 or len("\n".join(lines)) <= max_chars:
+        return " | ".join(lines) if lines else ""
+    tail = [lines[-1]]
+    used = len(lines[-1])
+    for line in reversed(lines[1:-1]):
+        if used + len(line) + 3 > max_chars:
+            break
+        tail.insert(0, line)
+        used += len(line) + 3
+    head = lines[0] if used + len(lines[0]) + 3 <= max_chars or len(lines[0]) <= 120 else lines[0][:119] + "…"
+    skipped = len(lines) - 1 - len(tail)
+    gap = [f"[{skipped} line(s) omitted]"] if skipped else []
+    return " | ".join([head, *gap, *tail])
+
+
+def receipt_line(call: ToolCallRecord, short: ShortIds) -> str:
+    """A succeeded call that no memory covers: that it ran, and with what."""
+    return f"{cite(RefKind.TOOL_CALL, short(call.id))} {call.name}({_args(call.arguments)}) {RECEIPT_STATUS}"
+
+
+def memory_line(memory: ToolMemoryRecord, short: ShortIds, conflicts: Iterable[str] = ()) -> str:
+    """A current tool memory: summary, and only the caveats that change its reading."""
+    parts = [f"{cite(RefKind.MEMORY, short(memory.id))} {memory.summary}"]
+    if memory.resolution is ResolutionStatus.MISSING_SOURCE:
+        missing = ",".join(ref(RefKind.ARTIFACT, short(a)) for a in memory.source_artifact_ids)
+        parts.append(f"(UNVERIFIED: source artifact {missing} missing)")
+    elif memory.resolution is ResolutionStatus.HASH_MISMATCH:
+        parts.append("(UNVERIFIED: source artifact failed its integrity check)")
+    if memory.confidence < 0.8:
+        note = f"; {memory.limitations}" if memory.limitations else ""
+        parts.append(f"(confidence {memory.confidence:.2f}{note})")
+    others = sorted(conflicts)
+    if others:
+        parts.append(f"{CONFLICTS_MARKER} " + ", ".join(ref(RefKind.MEMORY, short(o)) for o in others))
+    return " ".join(parts)
+
+
+def stale_marker_line(memory: ToolMemoryRecord, short: ShortIds, stale_since: datetime | None) -> str:
+    """A stale memory: what it was about and how to refresh it, never its values."""
+    since = f" since {_when(stale_since)}" if stale_since else ""
+    return (f"{cite(RefKind.MEMORY, short(memory.id))} {STALE_MARKER}{since}: {memory.title} "
+            f"(observed {_when(memory.observed_at)}); re-run {_revalidation(memory)}")
+
+
+def checkpoint_line(checkpoint: CheckpointRecord, short: ShortIds) -> str:
+    """A continuation checkpoint: its kind, compact state and the records it relies on."""
+    refs = " ".join(short(reference) for reference in checkpoint.references)
+    tail = f" refs {refs}" if refs else ""
+    head = f"{cite(RefKind.CHECKPOINT, short(checkpoint.id))} {checkpoint.kind}"
+    return f"{head}: {canonical_json(checkpoint.state)}{tail}"
+
+
+def skill_line(skill: SkillStateRecord, short: ShortIds) -> str:
+    """An active skill's state."""
+    return f"{cite(RefKind.SKILL, short(skill.id))} {skill.skill}: {canonical_json(skill.state)}"
+
+
+def user_memory_line(memory: UserMemoryRecord) -> str:
+    """One personalisation fact."""
+    return memory.text
+
+
+# --------------------------------------------------------------------------- evidence lines
+
+
+def evidence_line(artifact_id: str, where: str, text: str, short: ShortIds) -> str:
+    """A rehydrated slice: the artifact it comes from, which part, then the bytes fenced."""
+    return f"{cite(RefKind.ARTIFACT, short(artifact_id))} {where}:\n{fenced(text)}"
+
+
+def unavailable_evidence_line(artifact_id: str, reason: str, short: ShortIds) -> str:
+    """Planned evidence whose bytes could not be read: said so, never replaced."""
+    return f"{cite(RefKind.ARTIFACT, short(artifact_id))} raw evidence unavailable: {reason}"
+
+
+def withheld_evidence_line(artifact: ArtifactRecord, memory: ToolMemoryRecord, short: ShortIds) -> str:
+    """Requested evidence the route may not carry raw: the memory to use instead, and how to verify it."""
+    return (f"{cite(RefKind.ARTIFACT, short(artifact.id))} raw {artifact.privacy.value} body withheld on this "
+            f"route; use {cite(RefKind.MEMORY, short(memory.id))} and re-run {_revalidation(memory)} to verify")
+
+
+def first_read_line(memory_id: str, title: str, artifact_id: str, text: str, short: ShortIds) -> str:
+    """A memory whose unread result is shown whole: its citation and title, then the bytes."""
+    return (f"{cite(RefKind.MEMORY, short(memory_id))} {title}{RESULT_SEPARATOR}"
+            f"{cite(RefKind.ARTIFACT, short(artifact_id))} {FIRST_READ_LABEL}:\n{fenced(text)}")

@@ -1,0 +1,298 @@
+"""Rehydration: README stages 8 and 9, the only way raw artifact bytes reach a model.
+
+8. **Rehydration, last**: :func:`plan_rehydration` plans exact evidence the
+   boundary requested, cited by a selected memory, allowed raw on the route,
+   within a per-item and a total byte budget; a withheld body becomes a line
+   saying what to use instead.
+9. **First reads**: :func:`plan_first_reads` shows a result the participant
+   has not read yet (:func:`unread_artifact_ids`) whole in place of its
+   summary, on the budget selection left over.
+
+Both only plan: the caller reads the planned bytes (``activities/context.py``
+verifies them against their hash) and :func:`policy.render.render_context`
+cuts them with :func:`slice_payload` and :func:`bounded`. A slice is exact:
+rows of a CSV keep their header and original text, JSON pointers return the
+value as canonical JSON, and anything cut for the byte budget says so.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from policy.derive import FILE_CONTENT_TYPE, decode_payload
+from policy.enums import DecisionOutcome, MessageRole, OmissionReason, ToolCallStatus
+from policy.errors import DerivationError
+from policy.gates import Viewer, admit
+from policy.lines import ShortIds, withheld_evidence_line
+from policy.policy import ContextPolicy
+from policy.records import CandidateSet, GenerationBoundary, Locator, RehydrationItem, canonical_json
+from policy.selection import Item, Ledger
+from policy.tokens import TokenCounter
+
+
+def plan_rehydration(
+    policy: ContextPolicy,
+    boundary: GenerationBoundary,
+    candidates: CandidateSet,
+    viewer: Viewer,
+    kept: list[Item],
+    short: ShortIds,
+    ledger: Ledger,
+) -> tuple[list[RehydrationItem], list[str]]:
+    """Stage 8: raw evidence only for requested artifacts a selected memory cites and the route allows.
+
+    Args:
+        policy: the per-item and total byte budgets.
+        boundary: the evidence requests, in the order they are served.
+        candidates: the graph slice.
+        viewer: from :func:`policy.admission.resolve_viewer`.
+        kept: the items the budget kept; only their memories' sources qualify.
+        short: the assembly's short ids, for the withheld-body lines.
+        ledger: receives a decision for every request.
+
+    Returns:
+        The planned slices, and a line for each body withheld on this route.
+    """
+    artifacts = {artifact.id: artifact for artifact in candidates.artifacts}
+    memories = {memory.id: memory for memory in candidates.tool_memories}
+    selected_sources: dict[str, str] = {}
+    for item in kept:
+        kind, _, record_id = item.ref.partition(":")
+        if kind == "memory":
+            for artifact_id in memories[record_id].source_artifact_ids:
+                selected_sources.setdefault(artifact_id, record_id)
+    remaining = policy.rehydration_total_bytes
+    plan: list[RehydrationItem] = []
+    notes: list[str] = []
+    for request in boundary.evidence_requests:
+        ref = f"artifact:{request.artifact_id}"
+        artifact = artifacts.get(request.artifact_id)
+        if artifact is None:
+            ledger.decide("rehydration", ref, DecisionOutcome.DENIED, "artifact not in this conversation's graph")
+            continue
+        denial = admit(artifact, artifact.privacy, viewer)
+        if denial:
+            ledger.deny("rehydration", ref, denial)
+            continue
+        if artifact.id not in selected_sources:
+            ledger.decide("rehydration", ref, DecisionOutcome.OMITTED,
+                          "no selected memory cites this artifact", OmissionReason.RAW_NOT_REQUESTED)
+            continue
+        if artifact.privacy not in viewer.route.raw_allowed:
+            ledger.decide("rehydration", ref, DecisionOutcome.DENIED,
+                          f"raw {artifact.privacy.value} payloads not allowed on route {viewer.route.name}",
+                          OmissionReason.RAW_PRIVACY)
+            notes.append(withheld_evidence_line(artifact, memories[selected_sources[artifact.id]], short))
+            continue
+        size = min(policy.rehydration_item_bytes, remaining)
+        if size <= 0:
+            ledger.decide("rehydration", ref, DecisionOutcome.OMITTED,
+                          "rehydration byte budget spent", OmissionReason.RAW_BYTE_BUDGET)
+            continue
+        estimate = artifact.result_bytes if request.locator is None else size
+        remaining -= min(size, estimate)
+        plan.append(RehydrationItem(artifact_id=artifact.id, locator=request.locator, max_bytes=size))
+        ledger.decide("rehydration", ref, DecisionOutcome.REHYDRATED,
+                      f"exact evidence requested ({describe(request.locator)}), up to {size} bytes")
+    return plan, notes
+
+
+def unread_artifact_ids(candidates: CandidateSet, participant_id: str) -> set[str]:
+    """Results the participant has not read: those its latest model call asked for.
+
+    The participant's newest assistant message on the lineage is its latest
+    model call. When that call requested tools, their results arrived after
+    the model last ran, so no context has shown them yet.
+    """
+    latest = None
+    for message in candidates.messages:
+        if (message.role is MessageRole.ASSISTANT and message.author_participant_id == participant_id
+                and (latest is None or message.seq > latest.seq)):
+            latest = message
+    if latest is None or not latest.tool_calls or latest.model_run_id is None:
+        return set()
+    return {
+        artifact.id for artifact in candidates.artifacts
+        if artifact.model_run_id == latest.model_run_id and artifact.owner_participant_id == participant_id
+        and artifact.seq > latest.seq
+    }
+
+
+_FENCE_TOKENS = 8
+"""Tokens a fenced raw block adds beyond its payload (fences, header words)."""
+
+
+def plan_first_reads(
+    policy: ContextPolicy,
+    candidates: CandidateSet,
+    viewer: Viewer,
+    kept: list[Item],
+    left: int,
+    counter: TokenCounter,
+    ledger: Ledger,
+    planned: list[RehydrationItem],
+) -> list[RehydrationItem]:
+    """Stage 9: a selected memory of an unread result shows the whole result.
+
+    Runs after selection on the budget selection left over, newest result
+    first, so it never displaces anything; a result too big for
+    ``unread_result_bytes``, the byte cap or the leftover budget, or whose
+    route may not carry raw bytes, stays a summary (with its locator).
+
+    Args:
+        policy: the first-read caps.
+        candidates: the graph slice.
+        viewer: from :func:`policy.admission.resolve_viewer`.
+        kept: the items the budget kept.
+        left: tokens the budget left unspent.
+        counter: the injected token counter.
+        ledger: receives a decision for every unread result considered.
+        planned: stage 8's plan; an artifact already planned is not read twice.
+
+    Returns:
+        Whole-result reads, each naming the memory it stands in for.
+    """
+    if policy.unread_result_bytes <= 0:
+        return []
+    unread = unread_artifact_ids(candidates, viewer.participant_id)
+    if not unread:
+        return []
+    artifacts = {artifact.id: artifact for artifact in candidates.artifacts}
+    memories = {memory.id: memory for memory in candidates.tool_memories}
+    already = {item.artifact_id for item in planned}
+    remaining = policy.unread_total_bytes
+    plan: list[RehydrationItem] = []
+    for item in sorted(kept, key=lambda item: (-item.seq, item.ref)):
+        kind, _, memory_id = item.ref.partition(":")
+        if kind != "memory" or item.section != "memory" or item.tier == 0:
+            continue  # a conflicting memory keeps its line: the CONFLICTS marker matters more
+        memory = memories[memory_id]
+        sources = [artifacts[a] for a in memory.source_artifact_ids if a in artifacts and a in unread]
+        if len(sources) != 1 or sources[0].id in already:
+            continue
+        artifact = sources[0]
+        ref = f"artifact:{artifact.id}"
+        if artifact.content_type == FILE_CONTENT_TYPE or artifact.status is not ToolCallStatus.SUCCEEDED:
+            continue  # a file handle's line already says all of it; an error shows as recovery state
+        denial = admit(artifact, artifact.privacy, viewer)
+        if denial:
+            ledger.deny("first_read", ref, denial)
+            continue
+        if artifact.privacy not in viewer.route.raw_allowed:
+            ledger.decide("first_read", ref, DecisionOutcome.OMITTED,
+                          f"unread result stays a summary: raw {artifact.privacy.value} not allowed on route "
+                          f"{viewer.route.name}", OmissionReason.RAW_PRIVACY)
+            continue
+        if artifact.result_bytes > min(policy.unread_result_bytes, remaining):
+            ledger.decide("first_read", ref, DecisionOutcome.OMITTED,
+                          f"unread result stays a summary: {artifact.result_bytes} bytes is over the "
+                          f"first-read cap", OmissionReason.RAW_BYTE_BUDGET)
+            continue
+        tokens = artifact.result_tokens or artifact.result_bytes // 3 + 1
+        extra = tokens + _FENCE_TOKENS - counter(item.text)
+        if extra > left:
+            ledger.decide("first_read", ref, DecisionOutcome.OMITTED,
+                          f"unread result stays a summary: {tokens} tokens do not fit the {left} left",
+                          OmissionReason.BUDGET)
+            continue
+        left -= max(extra, 0)
+        remaining -= artifact.result_bytes
+        plan.append(RehydrationItem(artifact_id=artifact.id, max_bytes=artifact.result_bytes, memory_id=memory.id))
+        ledger.decide("first_read", ref, DecisionOutcome.REHYDRATED,
+                      f"unread result of memory {memory.id}: shown whole ({artifact.result_bytes} bytes) "
+                      "in place of its summary")
+    return plan
+
+
+# --------------------------------------------------------------------------- exact slices
+
+
+def slice_payload(raw: bytes, locator: Locator | None) -> str:
+    """The exact part of ``raw`` that ``locator`` addresses.
+
+    Args:
+        raw: the artifact's captured bytes.
+        locator: what to take; ``None`` or ``kind="whole"`` takes everything.
+
+    Returns:
+        The addressed text.
+
+    Raises:
+        DerivationError: the locator does not fit the payload (rows past the
+            end, a pointer to a missing key, JSON that does not parse).
+    """
+    text = decode_payload(raw)
+    if locator is None or locator.kind == "whole":
+        return text
+    if locator.kind in ("rows", "lines"):
+        if locator.kind == "rows":
+            records = _csv_records(text)
+            header = [line for _, line in records[:1]]
+            body = [line for row, line in records[1:] if row]
+        else:
+            header, body = [], text.splitlines()
+        # 0 is a bad index, not "unset": only None takes the default.
+        start = 1 if locator.start is None else locator.start
+        end = len(body) if locator.end is None else locator.end
+        if start < 1 or end < start or start > len(body):
+            raise DerivationError(f"{locator.kind} {start}-{end} outside payload of {len(body)} {locator.kind}")
+        return "\n".join(header + body[start - 1 : end])
+    if locator.kind == "json_pointer":
+        return canonical_json(_resolve_pointer(text, locator.pointer or ""))
+    raise DerivationError(f"unknown locator kind {locator.kind!r}")
+
+
+def _csv_records(text: str) -> list[tuple[list[str], str]]:
+    """Each CSV record with its original text; a quoted field may span lines.
+
+    Numbered like the deriver counts rows: blank records are not data rows.
+    """
+    lines = io.StringIO(text, newline="").readlines()
+    reader = csv.reader(lines)
+    records: list[tuple[list[str], str]] = []
+    start = 0
+    try:
+        for row in reader:
+            records.append((row, "".join(lines[start : reader.line_num]).rstrip("\r\n")))
+            start = reader.line_num
+    except csv.Error as exc:
+        raise DerivationError(f"payload is not CSV: {exc}") from exc
+    return records
+
+
+def _resolve_pointer(text: str, pointer: str) -> object:
+    try:
+        node: object = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DerivationError(f"payload is not JSON: {exc}") from exc
+    if pointer in ("", "/"):
+        return node
+    for token in pointer.lstrip("/").split("/"):
+        token = token.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, list) and token.isdigit() and int(token) < len(node):
+            node = node[int(token)]
+        elif isinstance(node, dict) and token in node:
+            node = node[token]
+        else:
+            raise DerivationError(f"JSON pointer {pointer!r} does not resolve")
+    return node
+
+
+def bounded(text: str, max_bytes: int) -> str:
+    """``text`` cut to at most ``max_bytes`` UTF-8 bytes, with an explicit marker."""
+    data = text.encode("utf-8")
+    if len(data) <= max_bytes:
+        return text
+    kept = data[:max_bytes].decode("utf-8", errors="ignore")
+    return f"{kept}\n[truncated: {max_bytes} of {len(data)} bytes shown]"
+
+
+def describe(locator: Locator | None) -> str:
+    """A short human form of a locator (``rows 3-5``, ``/items/0``, ``whole``)."""
+    if locator is None or locator.kind == "whole":
+        return "whole"
+    if locator.kind == "json_pointer":
+        return locator.pointer or "/"
+    return f"{locator.kind} {locator.start}-{locator.end}"
