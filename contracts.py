@@ -7,12 +7,20 @@ the artifact store, and each step loads what it needs by id. That keeps a
 turn's workflow history small however long the conversation grows.
 
 These are durable contracts: add optional fields with defaults; never rename
-or add a required field in place.
+or add a required field in place. Unknown fields are ignored, so during a
+rolling deploy an older worker still accepts a payload that a newer one sent
+with an extra optional field.
+
+The names under which activities, workflows, signals and queries are
+registered are here too (:class:`ActivityName`, :class:`WorkflowName`): they
+are stored in workflow histories, so both sides use these constants and a
+name, once deployed, never changes.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
+from enum import StrEnum
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -22,14 +30,48 @@ from policy.enums import RuntimeKind
 TASK_QUEUE = "dossier"
 """Default task queue (``TEMPORAL_TASK_QUEUE`` overrides it)."""
 
+
+class ActivityName(StrEnum):
+    """Every activity, under the name the worker registers and the workflows call.
+
+    Stored in workflow histories: renaming one breaks every running workflow.
+    """
+
+    START_MODEL_RUN = "start_model_run"
+    ASSEMBLE_CONTEXT = "assemble_context"
+    CALL_MODEL = "call_model"
+    EXECUTE_TOOL = "execute_tool"
+    FINALIZE_TOOL_FAILURE = "finalize_tool_failure"
+    PROMOTE_CHILD = "promote_child"
+    WRITE_CHECKPOINT = "write_checkpoint"
+    WRITE_SCHEDULED_PROMPT = "write_scheduled_prompt"
+
+
+class WorkflowName(StrEnum):
+    """Every workflow type, under the name the worker registers and clients start."""
+
+    AGENT_TURN = "AgentTurn"
+    MULTI_MODEL_TURN = "MultiModelTurn"
+    SUBAGENT_BATCH = "SubagentBatch"
+    PARENT_RESUME = "ParentResume"
+    DISCUSSION = "Discussion"
+    SCHEDULED_JOB = "ScheduledJob"
+
+
+ANSWER_TOOL_SIGNAL = "answer_tool"
+"""Signal of :class:`WorkflowName.AGENT_TURN`: a deferred tool call was answered (:class:`AnswerToolInput`)."""
+
+STATUS_QUERY = "status"
+"""Query of :class:`WorkflowName.AGENT_TURN`: where the turn is (:class:`TurnStatus`)."""
+
 MAX_SCHEDULE_PROMPT_CHARS = 2000
 """A scheduled job's prompt is configuration, not conversation: keep it short."""
 
 
 class Contract(BaseModel):
-    """Base of every boundary model: immutable, unknown fields rejected."""
+    """Base of every boundary model: immutable; unknown fields (from a newer version) ignored."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="ignore")
 
 
 class Scope(Contract):
@@ -77,7 +119,7 @@ class TurnResult(Contract):
     participant_id: str
 
 
-class ToolAnswer(Contract):
+class AnswerToolInput(Contract):
     """Signal: the human answered a deferred tool call (its artifact is already captured)."""
 
     tool_call_id: str
@@ -127,7 +169,7 @@ class AssembleResult(Contract):
     assembled_tokens: int
 
 
-class ToolPlan(Contract):
+class ToolStepInput(Contract):
     """One tool call the model made, and how the workflow must run it."""
 
     tool_call_id: str
@@ -154,11 +196,11 @@ class ModelStepResult(Contract):
     message_id: str | None = None
     """The assistant message written for this step."""
     answered: bool
-    tools: tuple[ToolPlan, ...] = ()
+    tools: tuple[ToolStepInput, ...] = ()
 
 
-class ToolCallRef(Contract):
-    """A tool call by id."""
+class ToolCallInput(Contract):
+    """A tool call by id: what ``execute_tool`` and ``finalize_tool_failure`` take."""
 
     account_id: str
     tool_call_id: str
@@ -181,12 +223,12 @@ class CheckpointInput(Contract):
     kind: Literal["tool_loop", "subagent_batch", "parent_resume", "deferred_wait"]
     model_run_ids: tuple[str, ...] = ()
     """Runs whose state the checkpoint summarises (tool loop)."""
-    children: tuple[ChildOutcome, ...] = ()
+    children: tuple[SubagentChildResult, ...] = ()
     """Subagent outcomes (subagent batch)."""
     next_step: str = ""
 
 
-class ChildOutcome(Contract):
+class SubagentChildResult(Contract):
     """How one subagent child ended, and what was promoted from it."""
 
     participant_id: str
@@ -237,7 +279,7 @@ class MultiModelResult(Contract):
     results: tuple[TurnResult, ...]
 
 
-class ChildTask(Contract):
+class SubagentChildInput(Contract):
     """One subagent: its participant (its task message is already in the graph)."""
 
     participant_id: str
@@ -249,14 +291,14 @@ class SubagentBatchInput(Contract):
 
     scope: Scope
     parent_participant_id: str
-    children: tuple[ChildTask, ...] = Field(min_length=1)
+    children: tuple[SubagentChildInput, ...] = Field(min_length=1)
     next_step: str = "merge the subagents' findings and answer the user"
     resume: bool = True
     """Run the parent resume turn once every child has ended."""
 
 
 class SubagentBatchResult(Contract):
-    children: tuple[ChildOutcome, ...]
+    children: tuple[SubagentChildResult, ...]
     checkpoint_id: str
     resume: TurnResult | None = None
 
@@ -295,14 +337,16 @@ class ScheduledJobInput(Contract):
 CheckpointInput.model_rebuild()
 
 __all__ = [
+    "ANSWER_TOOL_SIGNAL",
     "MAX_SCHEDULE_PROMPT_CHARS",
+    "STATUS_QUERY",
     "TASK_QUEUE",
+    "ActivityName",
+    "AnswerToolInput",
     "AssembleInput",
     "AssembleResult",
     "CallModelInput",
     "CheckpointInput",
-    "ChildOutcome",
-    "ChildTask",
     "Contract",
     "DiscussionInput",
     "DiscussionResult",
@@ -316,13 +360,16 @@ __all__ = [
     "ScheduledJobInput",
     "ScheduledPromptInput",
     "Scope",
+    "RuntimeKind",
     "SubagentBatchInput",
     "SubagentBatchResult",
-    "ToolAnswer",
-    "ToolCallRef",
-    "ToolPlan",
+    "SubagentChildInput",
+    "SubagentChildResult",
+    "ToolCallInput",
+    "ToolStepInput",
     "ToolStepResult",
     "TurnInput",
     "TurnResult",
     "TurnStatus",
+    "WorkflowName",
 ]

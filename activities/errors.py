@@ -1,12 +1,40 @@
-"""Errors raised by the I/O steps themselves (store and policy errors pass through).
+"""Activity errors, and the one place an activity's failure is sorted into retry or give up.
 
 ::
 
     ActivityError
-    └── ToolOutcomeError   a tool outcome that cannot be captured as given
+    ├── ToolOutcomeError   a tool outcome that cannot be captured as given
+    └── PromotionError     something other than a report, file or failure offered for promotion
+
+Sorting (:func:`is_retryable`, applied to every activity by :func:`sorted_failures`):
+
+* an error that declares ``retryable`` (:class:`~activities.tools.base.ToolError`,
+  :class:`~activities.providers.base.ProviderError`) is taken at its word;
+* :class:`~store.errors.TransientStoreError` (lost connection, deadlock, S3
+  unreachable) is retried by Temporal under the activity's retry policy;
+* every other error of Dossier's own (store, policy, activity errors) is
+  permanent: another attempt meets the same unknown id, the same broken
+  invariant or the same bad bytes, so it becomes a non-retryable
+  ``ApplicationError`` and the workflow decides what to do;
+* anything else (a bug, an unexpected library error) is retried, Temporal's
+  default: a fixed and redeployed worker heals it without losing the run.
 """
 
 from __future__ import annotations
+
+import functools
+from collections.abc import Awaitable, Callable
+from typing import ParamSpec, TypeVar
+
+from pydantic import ValidationError
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from policy.errors import PolicyError
+from store.errors import StoreError, TransientStoreError
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 
 class ActivityError(Exception):
@@ -15,3 +43,55 @@ class ActivityError(Exception):
 
 class ToolOutcomeError(ActivityError):
     """A tool outcome is inconsistent (e.g. a success without a result)."""
+
+
+class PromotionError(ActivityError):
+    """Something other than a report, a file handle or a failure was offered for promotion."""
+
+
+def is_retryable(error: BaseException) -> bool:
+    """Whether another attempt of the same activity may succeed (see the module docstring)."""
+    declared = getattr(error, "retryable", None)
+    if isinstance(declared, bool):
+        return declared
+    if isinstance(error, TransientStoreError):
+        return True
+    return not isinstance(error, StoreError | PolicyError | ActivityError | ValidationError)
+
+
+def permanent(error: BaseException) -> ApplicationError:
+    """A non-retryable failure carrying the error's type and message."""
+    return ApplicationError(f"{type(error).__name__}: {error}", type=type(error).__name__, non_retryable=True)
+
+
+def sorted_failures(fn: Callable[P, Awaitable[T]]) -> Callable[P, Awaitable[T]]:
+    """Wrap an activity so its failures leave it sorted and logged.
+
+    Put it under ``@activity.defn``. Retryable errors are re-raised as they are;
+    permanent ones become a non-retryable ``ApplicationError`` raised from them.
+    """
+
+    @functools.wraps(fn)
+    async def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
+        try:
+            return await fn(*args, **kwargs)
+        except ApplicationError:
+            raise  # already sorted by the activity itself
+        except Exception as error:
+            if is_retryable(error):
+                activity.logger.warning("%s failed, will retry: %s: %s", fn.__name__, type(error).__name__, error)
+                raise
+            activity.logger.error("%s failed for good: %s: %s", fn.__name__, type(error).__name__, error)
+            raise permanent(error) from error
+
+    return wrapper
+
+
+__all__ = [
+    "ActivityError",
+    "PromotionError",
+    "ToolOutcomeError",
+    "is_retryable",
+    "permanent",
+    "sorted_failures",
+]

@@ -20,10 +20,15 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Literal
 
-from activities.capture import ToolOutcome, begin_tool_call, capture_tool_result
+from activities.ingest import ToolOutcome, begin_tool_call, capture_tool_result, memory_id_for
 from activities.deps import GraphDeps
-from activities.errors import ActivityError
-from activities.memory import memory_id_for
+from activities.errors import PromotionError
+from policy.derive import (
+    PROMOTED_PREFIX,
+    PROMOTED_SEPARATOR,
+    SUBAGENT_REPORT_PREFIX,
+    SUBAGENT_REPORT_SEPARATOR,
+)
 from policy.enums import (
     FreshnessClass,
     PrivacyClass,
@@ -36,15 +41,12 @@ from policy.records import ToolMemoryRecord
 from store import tool_memories as memory_store
 from store import tools as tool_store
 from store.conversations import get_participant
+from store.errors import NotFoundError
 
 REPORT_TOOL = "subagent.report"
 """Tool name under which a child's final report is captured."""
 _PROMOTION_NAMESPACE = uuid.UUID("0f6d3a52-2b7e-4c41-8d0e-5f1f3c9b7a21")
 _MAX_REPORT_CHARS = 1200
-
-
-class PromotionError(ActivityError):
-    """Something other than a report, a file handle or a failure status was offered for promotion."""
 
 
 def _promoted_id(source_id: str, parent_id: str) -> str:
@@ -53,6 +55,32 @@ def _promoted_id(source_id: str, parent_id: str) -> str:
 
 def _promotable(memory: ToolMemoryRecord, status: ToolCallStatus) -> bool:
     return "file" in memory.payload or status is ToolCallStatus.FAILED
+
+
+async def promotable_calls(deps: GraphDeps, account_id: str, tool_call_ids: Sequence[str]) -> list[str]:
+    """The calls among a child's whose results may be promoted: generated files and failures.
+
+    A call with no captured result (the child timed out before it ran) is skipped.
+
+    Args:
+        deps: graph dependencies.
+        account_id: the owning account.
+        tool_call_ids: the child's tool calls, in the order they were made.
+
+    Returns:
+        The promotable ones, in the same order.
+    """
+    promotable: list[str] = []
+    async with deps.sessions() as session:
+        for tool_call_id in tool_call_ids:
+            try:
+                artifact = await tool_store.get_artifact_for_tool_call(session, account_id, tool_call_id)
+                memory = await memory_store.get_tool_memory(session, account_id, memory_id_for(artifact.id))
+            except NotFoundError:
+                continue
+            if _promotable(memory, artifact.status):
+                promotable.append(tool_call_id)
+    return promotable
 
 
 async def promote_child_results(
@@ -111,7 +139,8 @@ async def promote_child_results(
                 _promoted_id(artifact.id, parent_participant_id), artifact.id, branch_id, parent_participant_id,
                 source_tool=REPORT_TOOL, subject=f"{REPORT_TOOL}:{child.name}",
                 title=f"report of subagent {child.name}",
-                summary=f"subagent {child.name} {outcome.replace('_', ' ')}; report: {clipped}",
+                summary=f"{SUBAGENT_REPORT_PREFIX}{child.name} {outcome.replace('_', ' ')}"
+                        f"{SUBAGENT_REPORT_SEPARATOR}{clipped}",
                 observed_at=artifact.captured_at, promoted_from=(),
             )
         )
@@ -132,7 +161,7 @@ async def promote_child_results(
             _parent_memory(
                 _promoted_id(memory.id, parent_participant_id), artifact.id, branch_id, parent_participant_id,
                 source_tool=memory.source_tool, subject=f"promoted:{memory.subject_key}",
-                title=memory.title, summary=f"from subagent {child.name}: {memory.summary}",
+                title=memory.title, summary=f"{PROMOTED_PREFIX}{child.name}{PROMOTED_SEPARATOR}{memory.summary}",
                 observed_at=memory.observed_at, promoted_from=(memory.id,),
                 freshness=memory.freshness, privacy=memory.privacy,
             )

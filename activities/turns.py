@@ -6,9 +6,12 @@ Every write is idempotent on an id the workflow chose (model run, assembly,
 message) or on the provider's tool-call id, so a retried activity or a
 worker that died halfway never duplicates or loses a record.
 
-Failure sorting: store errors that are transient (connection lost) are
-re-raised for Temporal to retry; bad input (unknown ids, a bad tool
-argument, an unknown model) becomes a non-retryable ``ApplicationError``.
+Activities are registered under :class:`contracts.ActivityName`, the names the
+workflows call. Failures are sorted once, by
+:func:`activities.errors.sorted_failures`: transient store errors are retried
+by Temporal, bad input (an unknown id, an unknown model) fails the activity
+for good. A tool's own failure is not an activity failure: it is captured as
+the call's result (see :meth:`TurnActivities.execute_tool`).
 """
 
 from __future__ import annotations
@@ -19,21 +22,28 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy.ext.asyncio import AsyncSession
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.capture import (
-    ToolOutcome,
-    begin_tool_call,
-    capture_tool_result,
-    defer_tool_call,
-    record_attempt_failure,
-)
 from activities.context import assemble_context as assemble_graph_context
 from activities.deps import GraphDeps
-from activities.memory import derive_tool_memory, memory_id_for
-from activities.promotion import promote_child_results
+from activities.errors import is_retryable, sorted_failures
+from activities.ingest import (
+    Ingested,
+    ToolOutcome,
+    begin_tool_call,
+    defer_tool_call,
+    ingest_tool_result,
+    ingested_result,
+    record_attempt_failure,
+)
+from activities.promotion import promotable_calls, promote_child_results
+from activities.providers.base import ModelRequest, ProviderFactory, provider_for
+from activities.tools.base import ToolContext, ToolError, UnknownToolError
+from activities.tools.registry import ToolRegistry, canonical_name
 from contracts import (
+    ActivityName,
     AssembleInput,
     AssembleResult,
     CallModelInput,
@@ -43,21 +53,18 @@ from contracts import (
     PromoteInput,
     PromoteResult,
     ScheduledPromptInput,
-    ToolCallRef,
-    ToolPlan,
+    ToolCallInput,
+    ToolStepInput,
     ToolStepResult,
 )
-from activities.providers.base import ModelRequest, ProviderError, ProviderFactory, provider_for
-from activities.tools.base import ToolContext, ToolError, UnknownToolError
-from activities.tools.registry import ToolRegistry, canonical_name
 from policy.enums import DecisionOutcome, MessageRole, RuntimeKind, ToolCallStatus, VisibilityScope
 from policy.records import ChatMessage, GenerationBoundary, PolicyDecisionRecord, ToolCallRequest
-from store import checkpoints, conversations, messages, tool_memories
+from store import checkpoints, conversations, messages
 from store import tools as tool_store
-from store.errors import IntegrityViolation, NotFoundError, StoreError, TransientStoreError
+from store.assemblies import get_context_assembly
+from store.errors import IntegrityViolation, NotFoundError, StoreError
 
 _MESSAGE_NAMESPACE = uuid.UUID("3c1f6f0e-7d54-4b7a-9e1b-2a6f0d9c4e11")
-
 
 
 def message_id_for(model_run_id: str) -> str:
@@ -70,8 +77,9 @@ def _private(runtime_kind: RuntimeKind) -> bool:
     return runtime_kind is RuntimeKind.SUBAGENT_CHILD
 
 
-def _permanent(error: Exception) -> ApplicationError:
-    return ApplicationError(f"{type(error).__name__}: {error}", type=type(error).__name__, non_retryable=True)
+def _step_result(ingested: Ingested) -> ToolStepResult:
+    return ToolStepResult(tool_call_id=ingested.artifact.tool_call_id, status=ingested.artifact.status.value,
+                          artifact_id=ingested.artifact.id, memory_id=ingested.memory.id)
 
 
 @dataclass
@@ -86,83 +94,77 @@ class TurnActivities:
 
     # ------------------------------------------------------------------ model runs
 
-    @activity.defn(name="start_model_run")
+    @activity.defn(name=ActivityName.START_MODEL_RUN)
+    @sorted_failures
     async def start_model_run(self, request: ModelRunInput) -> str:
         """Record a model run (idempotent on its id); returns the id."""
         scope = request.scope
-        try:
-            async with self.deps.sessions() as session, session.begin():
-                participant = await conversations.get_participant(session, scope.account_id, request.participant_id)
-                run = await messages.start_model_run(
-                    session, scope.account_id, scope.conversation_id, scope.branch_id, request.participant_id,
-                    runtime_kind=request.runtime_kind, provider=participant.provider, model=participant.model,
-                    workflow_id=activity.info().workflow_id, parent_model_run_id=request.parent_model_run_id,
-                    model_run_id=request.model_run_id,
-                )
-        except (NotFoundError, IntegrityViolation) as error:
-            raise _permanent(error) from error
+        async with self.deps.sessions() as session, session.begin():
+            participant = await conversations.get_participant(session, scope.account_id, request.participant_id)
+            run = await messages.start_model_run(
+                session, scope.account_id, scope.conversation_id, scope.branch_id, request.participant_id,
+                runtime_kind=request.runtime_kind, provider=participant.provider, model=participant.model,
+                workflow_id=activity.info().workflow_id, parent_model_run_id=request.parent_model_run_id,
+                model_run_id=request.model_run_id,
+            )
         return run.id
 
-    @activity.defn(name="assemble_context")
+    @activity.defn(name=ActivityName.ASSEMBLE_CONTEXT)
+    @sorted_failures
     async def assemble_context(self, request: AssembleInput) -> AssembleResult:
         """Assemble and persist the context of one model run."""
         scope = request.scope
-        try:
-            async with self.deps.sessions() as session:
-                participant = await conversations.get_participant(session, scope.account_id, request.participant_id)
-                restore = None
-                if request.checkpoint_id is not None:
-                    checkpoint = await checkpoints.get_checkpoint(session, scope.account_id, request.checkpoint_id)
-                    restore = PolicyDecisionRecord(
-                        kind="restore",
-                        subject_ref=f"checkpoint:{checkpoint.id}",
-                        outcome=DecisionOutcome.PROTECTED,
-                        reason=(f"{request.runtime_kind.value} restores from {checkpoint.kind} checkpoint with "
-                                f"{len(checkpoint.references)} referenced record(s); raw transcript and child "
-                                "workspaces are not re-read"),
-                        policy_version=self.deps.policy.version_tag,
-                    )
-            boundary = GenerationBoundary(
-                account_id=scope.account_id,
-                conversation_id=scope.conversation_id,
-                branch_id=scope.branch_id,
-                participant_id=request.participant_id,
-                runtime_kind=request.runtime_kind,
-                # The route is the participant's provider; an unknown one fails closed in the policy.
-                provider_route=participant.provider or "local",
-                token_budget=request.token_budget,
-                now=request.now,
-                model_run_id=request.model_run_id,
-            )
-            assembled = await assemble_graph_context(
-                self.deps, boundary, assembly_id=request.assembly_id,
-                extra_decisions=(restore,) if restore else (),
-            )
-        except (NotFoundError, IntegrityViolation) as error:
-            raise _permanent(error) from error
-        record = assembled.result.record
-        return AssembleResult(
-            assembly_id=assembled.assembly_id,
-            legacy_tokens=record.legacy_tokens,
-            assembled_tokens=record.assembled_tokens,
+        async with self.deps.sessions() as session:
+            participant = await conversations.get_participant(session, scope.account_id, request.participant_id)
+            restore = None
+            if request.checkpoint_id is not None:
+                checkpoint = await checkpoints.get_checkpoint(session, scope.account_id, request.checkpoint_id)
+                restore = PolicyDecisionRecord(
+                    kind="restore",
+                    subject_ref=f"checkpoint:{checkpoint.id}",
+                    outcome=DecisionOutcome.PROTECTED,
+                    reason=(f"{request.runtime_kind.value} restores from {checkpoint.kind} checkpoint with "
+                            f"{len(checkpoint.references)} referenced record(s); raw transcript and child "
+                            "workspaces are not re-read"),
+                    policy_version=self.deps.policy.version_tag,
+                )
+        boundary = GenerationBoundary(
+            account_id=scope.account_id,
+            conversation_id=scope.conversation_id,
+            branch_id=scope.branch_id,
+            participant_id=request.participant_id,
+            runtime_kind=request.runtime_kind,
+            # The route is the participant's provider; an unknown one fails closed in the policy.
+            provider_route=participant.provider or "local",
+            token_budget=request.token_budget,
+            now=request.now,
+            model_run_id=request.model_run_id,
         )
+        assembled = await assemble_graph_context(
+            self.deps, boundary, assembly_id=request.assembly_id, extra_decisions=(restore,) if restore else (),
+        )
+        record = assembled.result.record
+        return AssembleResult(assembly_id=assembled.assembly_id, legacy_tokens=record.legacy_tokens,
+                              assembled_tokens=record.assembled_tokens)
 
-    @activity.defn(name="call_model")
+    @activity.defn(name=ActivityName.CALL_MODEL)
+    @sorted_failures
     async def call_model(self, request: CallModelInput) -> ModelStepResult:
         """Call the participant's model on the persisted assembly; record its answer or tool calls."""
         scope, account = request.scope, request.scope.account_id
         try:
             async with self.deps.sessions() as session:
                 participant = await conversations.get_participant(session, account, request.participant_id)
-                stored = await self._assembly(session, account, request.assembly_id)
+                stored = await _assembled_messages(session, account, request.assembly_id)
             provider, model = self.providers(f"{participant.provider or 'scripted'}:{participant.model}")
             response = await provider.generate(ModelRequest(
                 run_id=request.model_run_id, model=model, participant_name=participant.name,
                 messages=stored, tools=tuple(self.tools.schemas()),
             ))
-        except (NotFoundError, ProviderError) as error:
-            await self._fail_run(account, request.model_run_id, error)
-            raise _permanent(error) from error
+        except Exception as error:
+            if not is_retryable(error):  # this run will not be retried: say so on its row
+                await self._fail_run(account, request.model_run_id, error)
+            raise
 
         # The provider's call ids are only unique within one response: namespace them by run.
         calls = tuple(
@@ -179,68 +181,81 @@ class TurnActivities:
                 )
             return ModelStepResult(model_run_id=request.model_run_id, message_id=message_id, answered=True)
 
-        plans: list[ToolPlan] = []
-        for call in calls:
-            try:
-                tool = self.tools.get(call.name)
-            except UnknownToolError:
-                tool = None
-            recorded = await begin_tool_call(
-                self.deps, account, scope.conversation_id, scope.branch_id, request.participant_id,
-                call_id=call.call_id, name=call.name, arguments=call.arguments,
-                runtime_kind=request.runtime_kind, model_run_id=request.model_run_id,
-            )
-            if tool is not None and tool.deferred:
-                await defer_tool_call(self.deps, account, recorded.id, _waiting_text(call.arguments))
-            plans.append(ToolPlan(
-                tool_call_id=recorded.id,
-                deferred=bool(tool and tool.deferred),
-                max_attempts=tool.max_attempts if tool else 1,
-                timeout_seconds=tool.timeout_seconds if tool else 30.0,
-                heartbeat_seconds=tool.heartbeat_seconds if tool else None,
-            ))
+        steps = [await self._plan_tool_call(request, call) for call in calls]
         async with self.deps.sessions() as session, session.begin():
             await messages.finish_model_run(session, account, request.model_run_id, status="succeeded",
                                             message_id=message_id)
         return ModelStepResult(model_run_id=request.model_run_id, message_id=message_id, answered=False,
-                               tools=tuple(plans))
+                               tools=tuple(steps))
 
-    async def _assembly(self, session, account: str, assembly_id: str) -> tuple[ChatMessage, ...]:
-        from store.assemblies import get_context_assembly
-
-        stored = await get_context_assembly(session, account, assembly_id, with_messages=True)
-        return tuple(ChatMessage.from_openai(message) for message in stored.messages or ())
+    async def _plan_tool_call(self, request: CallModelInput, call: ToolCallRequest) -> ToolStepInput:
+        """Record one tool call the model made, and say how the workflow must run it."""
+        scope = request.scope
+        try:
+            tool = self.tools.get(call.name)
+        except UnknownToolError:
+            tool = None  # recorded anyway: execute_tool captures "unknown tool" as its failed result
+        recorded = await begin_tool_call(
+            self.deps, scope.account_id, scope.conversation_id, scope.branch_id, request.participant_id,
+            call_id=call.call_id, name=call.name, arguments=call.arguments,
+            runtime_kind=request.runtime_kind, model_run_id=request.model_run_id,
+        )
+        if tool is not None and tool.deferred:
+            await defer_tool_call(self.deps, scope.account_id, recorded.id, _waiting_text(call.arguments))
+        return ToolStepInput(
+            tool_call_id=recorded.id,
+            deferred=bool(tool and tool.deferred),
+            max_attempts=tool.max_attempts if tool else 1,
+            timeout_seconds=tool.timeout_seconds if tool else 30.0,
+            heartbeat_seconds=tool.heartbeat_seconds if tool else None,
+        )
 
     async def _write_message(self, request: CallModelInput, name: str, text: str,
                              calls: tuple[ToolCallRequest, ...]) -> str:
         scope = request.scope
         message_id = message_id_for(request.model_run_id)
         private = _private(request.runtime_kind)
+        await self._append_once(
+            scope.account_id, message_id, conversation_id=scope.conversation_id, branch_id=scope.branch_id,
+            role=MessageRole.ASSISTANT, content=text, author_participant_id=request.participant_id,
+            speaker_label=name, model_run_id=request.model_run_id, tool_calls=calls,
+            visibility=VisibilityScope.PARTICIPANT_PRIVATE if private else VisibilityScope.BRANCH,
+        )
+        return message_id
+
+    async def _append_once(self, account: str, message_id: str, *, conversation_id: str, branch_id: str,
+                           **fields: Any) -> None:
+        """Append a message under an id derived from the run, unless an earlier attempt did."""
         try:
             async with self.deps.sessions() as session, session.begin():
-                await messages.append_message(
-                    session, scope.account_id, scope.conversation_id, scope.branch_id,
-                    role=MessageRole.ASSISTANT, content=text, author_participant_id=request.participant_id,
-                    speaker_label=name, model_run_id=request.model_run_id, tool_calls=calls,
-                    visibility=VisibilityScope.PARTICIPANT_PRIVATE if private else VisibilityScope.BRANCH,
-                    message_id=message_id,
-                )
+                if await _message_exists(session, account, message_id):
+                    activity.logger.info("message %s was written by an earlier attempt", message_id)
+                    return
+                await messages.append_message(session, account, conversation_id, branch_id,
+                                              message_id=message_id, **fields)
         except IntegrityViolation:
-            pass  # written by an earlier attempt of this activity
-        return message_id
+            # Another attempt of this activity inserted it between our check and our insert.
+            async with self.deps.sessions() as session:
+                if not await _message_exists(session, account, message_id):
+                    raise
+            activity.logger.info("message %s was written by a concurrent attempt", message_id)
 
     async def _fail_run(self, account: str, model_run_id: str, error: Exception) -> None:
         try:
             async with self.deps.sessions() as session, session.begin():
                 await messages.finish_model_run(session, account, model_run_id, status="failed",
                                                 error=f"{type(error).__name__}: {error}")
-        except StoreError:
-            pass  # the run row may not exist; the original error is what matters
+        except StoreError as store_error:
+            # The model call's own error is what the workflow must see; a run row that cannot be
+            # marked (it was never written, or the database is away) must not replace it.
+            activity.logger.warning("could not mark model run %s failed: %s: %s", model_run_id,
+                                    type(store_error).__name__, store_error)
 
     # ------------------------------------------------------------------ tools
 
-    @activity.defn(name="execute_tool")
-    async def execute_tool(self, request: ToolCallRef) -> ToolStepResult:
+    @activity.defn(name=ActivityName.EXECUTE_TOOL)
+    @sorted_failures
+    async def execute_tool(self, request: ToolCallInput) -> ToolStepResult:
         """Run one tool call and capture its result before anything else (once per call).
 
         A transient failure records the attempt (its error text, in the call's
@@ -248,16 +263,14 @@ class TurnActivities:
         arguments or an unknown tool are captured as a failed result at once.
         """
         account = request.account_id
+        earlier = await ingested_result(self.deps, account, request.tool_call_id)
+        if earlier is not None:
+            # An earlier attempt captured the result and then lost its worker: running the tool
+            # again could repeat its side effects.
+            activity.logger.info("tool call %s was captured by an earlier attempt", request.tool_call_id)
+            return _step_result(earlier)
         async with self.deps.sessions() as session:
             call = await tool_store.get_tool_call(session, account, request.tool_call_id)
-            try:
-                existing = await tool_store.get_artifact_for_tool_call(session, account, call.id)
-            except NotFoundError:
-                existing = None
-        if existing is not None:  # an earlier attempt captured it and then lost its worker
-            memory = await derive_tool_memory(self.deps, account, existing.id)
-            return ToolStepResult(tool_call_id=call.id, status=existing.status.value, artifact_id=existing.id,
-                                  memory_id=memory.id)
         info = activity.info()
         context = ToolContext(
             account_id=account, tool_call_id=call.id, attempt=info.attempt,
@@ -271,18 +284,18 @@ class TurnActivities:
                                                    info.attempt)
             await record_attempt_failure(self.deps, account, call.id, attempt=info.attempt,
                                          error=f"{type(error).__name__}: {error}", final=False)
+            # Raised as retryable: the workflow's retry policy is the tool's (max_attempts).
             raise ApplicationError(f"{call.name} attempt {info.attempt} failed: {error}",
                                    type="ToolExecutionError") from error
-        artifact = await capture_tool_result(
+        return _step_result(await ingest_tool_result(
             self.deps, account, call.id,
             ToolOutcome(status=ToolCallStatus.SUCCEEDED, result=result.payload, content_type=result.content_type,
                         attempts=info.attempt),
-        )
-        memory = await derive_tool_memory(self.deps, account, artifact.id)
-        return ToolStepResult(tool_call_id=call.id, status="succeeded", artifact_id=artifact.id, memory_id=memory.id)
+        ))
 
-    @activity.defn(name="finalize_tool_failure")
-    async def finalize_tool_failure(self, request: ToolCallRef) -> ToolStepResult:
+    @activity.defn(name=ActivityName.FINALIZE_TOOL_FAILURE)
+    @sorted_failures
+    async def finalize_tool_failure(self, request: ToolCallInput) -> ToolStepResult:
         """After the last attempt failed: capture the last error as the call's failed result."""
         async with self.deps.sessions() as session:
             call = await tool_store.get_tool_call(session, request.account_id, request.tool_call_id)
@@ -292,44 +305,34 @@ class TurnActivities:
     async def _capture_failure(self, account: str, tool_call_id: str, error: str, attempts: int) -> ToolStepResult:
         # A call that failed for good stays retry-critical: the model sees its error verbatim until it
         # is resolved, instead of a summary that hides what to fix.
-        artifact = await capture_tool_result(
+        return _step_result(await ingest_tool_result(
             self.deps, account, tool_call_id,
             ToolOutcome(status=ToolCallStatus.FAILED, result=error.encode(), content_type="text/plain",
                         attempts=attempts),
             retry_critical=True,
-        )
-        memory = await derive_tool_memory(self.deps, account, artifact.id)
-        return ToolStepResult(tool_call_id=tool_call_id, status="failed", artifact_id=artifact.id,
-                              memory_id=memory.id)
+        ))
 
     # ------------------------------------------------------------------ subagents, checkpoints, jobs
 
-    @activity.defn(name="promote_child")
+    @activity.defn(name=ActivityName.PROMOTE_CHILD)
+    @sorted_failures
     async def promote_child(self, request: PromoteInput) -> PromoteResult:
         """Make a finished child's report, file handles and failures visible to its parent."""
         scope = request.scope
         report = None
-        tool_call_ids = list(request.tool_call_ids)
-        async with self.deps.sessions() as session:
-            if request.child_message_id is not None:
+        if request.child_message_id is not None:
+            async with self.deps.sessions() as session:
                 report = (await messages.get_message(session, scope.account_id, request.child_message_id)).content
-            promotable = []
-            for tool_call_id in tool_call_ids:
-                try:
-                    artifact = await tool_store.get_artifact_for_tool_call(session, scope.account_id, tool_call_id)
-                    memory = await tool_memories.get_tool_memory(session, scope.account_id, memory_id_for(artifact.id))
-                except NotFoundError:
-                    continue  # never ran (the child timed out first)
-                if "file" in memory.payload or artifact.status is ToolCallStatus.FAILED:
-                    promotable.append(tool_call_id)
         promoted = await promote_child_results(
             self.deps, scope.account_id, scope.conversation_id, scope.branch_id,
             child_participant_id=request.child_participant_id, parent_participant_id=request.parent_participant_id,
-            tool_call_ids=promotable, report=report, outcome=request.outcome,
+            tool_call_ids=await promotable_calls(self.deps, scope.account_id, request.tool_call_ids),
+            report=report, outcome=request.outcome,
         )
         return PromoteResult(memory_ids=tuple(memory.id for memory in promoted))
 
-    @activity.defn(name="write_checkpoint")
+    @activity.defn(name=ActivityName.WRITE_CHECKPOINT)
+    @sorted_failures
     async def write_checkpoint(self, request: CheckpointInput) -> str:
         """Write a deterministic ContinuationCheckpoint; returns its id (stable across retries)."""
         scope = request.scope
@@ -354,21 +357,18 @@ class TurnActivities:
             )
         return record.id
 
-    @activity.defn(name="write_scheduled_prompt")
+    @activity.defn(name=ActivityName.WRITE_SCHEDULED_PROMPT)
+    @sorted_failures
     async def write_scheduled_prompt(self, request: ScheduledPromptInput) -> str:
         """Write the user message that opens one scheduled run (idempotent per run)."""
         scope = request.scope
         message_id = str(uuid.uuid5(_MESSAGE_NAMESPACE, f"scheduled:{activity.info().workflow_run_id}"))
         when = request.fired_at.strftime("%Y-%m-%d %H:%M:%S UTC")
-        try:
-            async with self.deps.sessions() as session, session.begin():
-                await messages.append_message(
-                    session, scope.account_id, scope.conversation_id, scope.branch_id, role=MessageRole.USER,
-                    content=f"Scheduled run {when} ({request.job_name}): {request.prompt}",
-                    speaker_label="Scheduler", message_id=message_id,
-                )
-        except IntegrityViolation:
-            pass
+        await self._append_once(
+            scope.account_id, message_id, conversation_id=scope.conversation_id, branch_id=scope.branch_id,
+            role=MessageRole.USER, content=f"Scheduled run {when} ({request.job_name}): {request.prompt}",
+            speaker_label="Scheduler",
+        )
         return message_id
 
     def all(self) -> list[Callable[..., Any]]:
@@ -377,6 +377,19 @@ class TurnActivities:
             self.start_model_run, self.assemble_context, self.call_model, self.execute_tool,
             self.finalize_tool_failure, self.promote_child, self.write_checkpoint, self.write_scheduled_prompt,
         ]
+
+
+async def _assembled_messages(session: AsyncSession, account: str, assembly_id: str) -> tuple[ChatMessage, ...]:
+    stored = await get_context_assembly(session, account, assembly_id, with_messages=True)
+    return tuple(ChatMessage.from_openai(message) for message in stored.messages or ())
+
+
+async def _message_exists(session: AsyncSession, account: str, message_id: str) -> bool:
+    try:
+        await messages.get_message(session, account, message_id)
+    except NotFoundError:
+        return False
+    return True
 
 
 def _waiting_text(arguments: dict[str, Any]) -> str:

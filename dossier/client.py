@@ -32,11 +32,12 @@ from temporalio.client import (
 )
 from temporalio.service import RPCError
 
-from activities.capture import ToolOutcome, capture_tool_result
+from activities.ingest import ToolOutcome, ingest_tool_result
 from activities.deps import GraphDeps
-from activities.memory import derive_tool_memory
 from contracts import (
-    ChildTask,
+    ANSWER_TOOL_SIGNAL,
+    STATUS_QUERY,
+    AnswerToolInput,
     DiscussionInput,
     DiscussionResult,
     MultiModelInput,
@@ -45,10 +46,11 @@ from contracts import (
     Scope,
     SubagentBatchInput,
     SubagentBatchResult,
-    ToolAnswer,
+    SubagentChildInput,
     TurnInput,
     TurnResult,
     TurnStatus,
+    WorkflowName,
 )
 from activities.providers.base import ProviderError, parse_model_spec, provider_for
 from dossier.runtime import open_graph, temporal_client
@@ -223,7 +225,7 @@ class DossierClient:
         message_id = await self.say(scope, text)
         workflow_id = f"turn-{message_id}"
         handle = await self.temporal.start_workflow(
-            "AgentTurn", TurnInput(scope=scope, participant_id=participant_id, runtime_kind=runtime_kind),
+            WorkflowName.AGENT_TURN, TurnInput(scope=scope, participant_id=participant_id, runtime_kind=runtime_kind),
             id=workflow_id, task_queue=self.settings.temporal_task_queue, result_type=TurnResult,
         )
         outcome = TurnOutcome(scope.conversation_id, scope.branch_id, participant_id, name or default_name(model),
@@ -262,7 +264,7 @@ class DossierClient:
         message_id = await self.say(scope, text)
         workflow_id = f"multi-{message_id}"
         handle = await self.temporal.start_workflow(
-            "MultiModelTurn", MultiModelInput(scope=scope, participant_ids=tuple(participants)),
+            WorkflowName.MULTI_MODEL_TURN, MultiModelInput(scope=scope, participant_ids=tuple(participants)),
             id=workflow_id, task_queue=self.settings.temporal_task_queue, result_type=MultiModelResult,
         )
         result = await self._wait(handle, progress)
@@ -292,10 +294,10 @@ class DossierClient:
                                            parent_participant_id=parent)
             # The task is the child's alone: the parent gets the promoted result, not the child's thread.
             await self.say(scope, task, private_to=child)
-            tasks.append(ChildTask(participant_id=child, timeout_seconds=child_timeout_seconds))
+            tasks.append(SubagentChildInput(participant_id=child, timeout_seconds=child_timeout_seconds))
         workflow_id = f"subagents-{message_id}"
         handle = await self.temporal.start_workflow(
-            "SubagentBatch", SubagentBatchInput(scope=scope, parent_participant_id=parent, children=tuple(tasks)),
+            WorkflowName.SUBAGENT_BATCH, SubagentBatchInput(scope=scope, parent_participant_id=parent, children=tuple(tasks)),
             id=workflow_id, task_queue=self.settings.temporal_task_queue, result_type=SubagentBatchResult,
         )
         result = await self._wait(handle, progress)
@@ -320,7 +322,7 @@ class DossierClient:
             await self.say(scope, directive, speaker_label="Moderator", directive=True)
         workflow_id = f"discussion-{first}"
         handle = await self.temporal.start_workflow(
-            "Discussion", DiscussionInput(scope=scope, participant_ids=tuple(participants), rounds=rounds),
+            WorkflowName.DISCUSSION, DiscussionInput(scope=scope, participant_ids=tuple(participants), rounds=rounds),
             id=workflow_id, task_queue=self.settings.temporal_task_queue, result_type=DiscussionResult,
         )
         result = await self._wait(handle, progress)
@@ -349,12 +351,11 @@ class DossierClient:
             raise ClientError(f"tool call {tool_call_id} is {call.status.value}, not waiting for an answer")
         if run is None or run.workflow_id is None:
             raise ClientError(f"tool call {tool_call_id} has no workflow to resume")
-        artifact = await capture_tool_result(
+        await ingest_tool_result(
             self.deps, self.account_id, call.id,
             ToolOutcome(status=ToolCallStatus.SUCCEEDED, result=answer.encode(), content_type=content_type),
         )
-        await derive_tool_memory(self.deps, self.account_id, artifact.id)
-        await self.temporal.get_workflow_handle(run.workflow_id).signal("answer_tool", ToolAnswer(tool_call_id=call.id))
+        await self.temporal.get_workflow_handle(run.workflow_id).signal(ANSWER_TOOL_SIGNAL, AnswerToolInput(tool_call_id=call.id))
         return run.workflow_id
 
     async def wait_until_waiting(self, workflow_id: str, *, timeout: float = 120.0) -> tuple[str, ...]:
@@ -388,7 +389,7 @@ class DossierClient:
 
     async def waiting(self, workflow_id: str) -> TurnStatus:
         """What a turn is waiting for (its ``status`` query)."""
-        return await self.temporal.get_workflow_handle(workflow_id).query("status", result_type=TurnStatus)
+        return await self.temporal.get_workflow_handle(workflow_id).query(STATUS_QUERY, result_type=TurnStatus)
 
     async def _wait(self, handle: WorkflowHandle, progress: Progress | None):
         """The workflow's result; meanwhile report its progress every ``poll_seconds``."""
@@ -399,7 +400,7 @@ class DossierClient:
             if done or progress is None:
                 continue
             try:
-                status = await handle.query("status", result_type=TurnStatus)
+                status = await handle.query(STATUS_QUERY, result_type=TurnStatus)
                 line = f"{handle.id}: {status.round} model call(s)"
                 for tool_call_id in status.waiting_for_tool_call_ids:
                     # The query carries ids only; what the call waits for is in the graph.
@@ -428,7 +429,7 @@ class DossierClient:
         return await self.temporal.create_schedule(
             schedule_id,
             Schedule(
-                action=ScheduleActionStartWorkflow("ScheduledJob", job, id=f"job-{schedule_id}",
+                action=ScheduleActionStartWorkflow(WorkflowName.SCHEDULED_JOB, job, id=f"job-{schedule_id}",
                                                    task_queue=self.settings.temporal_task_queue),
                 spec=ScheduleSpec(intervals=[ScheduleIntervalSpec(every=every)]),
                 state=ScheduleState(paused=paused, note=f"dossier job {schedule_id}"),

@@ -22,6 +22,8 @@ from urllib.parse import urlsplit, urlunsplit
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from contracts import TASK_QUEUE
+
 #: Schemes accepted in `DATABASE_URL`; all name the same server, only the driver differs.
 _LIBPQ_SCHEMES = ("postgresql", "postgres")
 _ASYNCPG_SCHEME = "postgresql+asyncpg"
@@ -71,7 +73,7 @@ class Settings(BaseSettings):
     temporal_namespace: str = "default"
     """Temporal namespace for workflows."""
 
-    temporal_task_queue: str = "dossier"
+    temporal_task_queue: str = TASK_QUEUE
     """Task queue the worker polls."""
 
     temporal_ui_port: int = Field(default=8233, ge=1, le=65535)

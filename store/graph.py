@@ -24,11 +24,10 @@ from store.checkpoints import get_checkpoint, put_checkpoint
 from store.skills import get_skill_state, put_skill_state
 from store.tool_memories import (
     add_conflict,
-    find_memories_by_subject,
     get_tool_memory,
-    insert_derived_memory,
     insert_tool_memory,
     mark_memory_resolution,
+    related_live_memories,
     set_superseded,
 )
 from store.user_memories import list_user_memories, put_user_memory
@@ -65,7 +64,6 @@ __all__ = [
     "capture_artifact",
     "create_account",
     "create_conversation",
-    "find_memories_by_subject",
     "finish_model_run",
     "fork_branch",
     "get_account",
@@ -86,7 +84,6 @@ __all__ = [
     "get_tool_call_history",
     "get_tool_memory",
     "insert_artifact",
-    "insert_derived_memory",
     "insert_tool_memory",
     "list_branches",
     "list_context_assemblies",
@@ -103,6 +100,7 @@ __all__ = [
     "put_user_memory",
     "read_artifact_payload",
     "record_tool_call",
+    "related_live_memories",
     "reparent_branch",
     "save_context_assembly",
     "set_superseded",

@@ -8,15 +8,14 @@ has to walk the graph to know whether a memory is current.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
 
-from sqlalchemy import func, not_, select, update
+from sqlalchemy import Text, func, not_, or_, select, update
+from sqlalchemy.dialects.postgresql import array
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from policy.derive import MemoryDraft
-from policy.enums import PrivacyClass, PromotionPolicy, ResolutionStatus, RuntimeKind, VisibilityScope
+from policy.enums import ResolutionStatus, ToolCallStatus
 from policy.records import ToolMemoryRecord
-from store._sql import allocate_seq, get_row, insert_once, new_id, translate_errors
+from store._sql import allocate_seq, get_row, insert_once, translate_errors
 from store.convert import to_tool_memory
 from store.errors import IntegrityViolation, NotFoundError
 from store.models import ToolArtifact, ToolMemory
@@ -74,92 +73,55 @@ async def insert_tool_memory(
 
 
 @translate_errors
-async def insert_derived_memory(
-    session: AsyncSession,
-    account_id: str,
-    artifact_id: str,
-    draft: MemoryDraft,
-    *,
-    memory_id: str | None = None,
-    observed_at: datetime | None = None,
-    supersedes: Sequence[str] = (),
-    conflicts_with: Sequence[str] = (),
-) -> ToolMemoryRecord:
-    """Store the memory :func:`policy.derive.derive_memory` drafted from an artifact.
-
-    Branch, owner, run, runtime kind, visibility, sharing, privacy and
-    promotion are the artifact's; the memory cites the artifact.
-
-    Args:
-        session: the caller's session.
-        account_id: the owning account.
-        artifact_id: the artifact the draft was derived from.
-        draft: the derived draft.
-        memory_id: the id to use (idempotency key); a fresh one when ``None``.
-        observed_at: when the result was observed; the capture time when ``None``.
-        supersedes: older memories this one replaces.
-        conflicts_with: memories this one contradicts.
-
-    Returns:
-        The stored memory.
-
-    Raises:
-        NotFoundError: unknown artifact or linked memory.
-    """
-    artifact = await get_row(session, ToolArtifact, account_id, artifact_id)
-    memory = ToolMemoryRecord(
-        id=memory_id or new_id(),
-        branch_id=artifact.branch_id,
-        seq=0,
-        owner_participant_id=artifact.owner_participant_id,
-        model_run_id=artifact.model_run_id,
-        runtime_kind=RuntimeKind(artifact.runtime_kind),
-        source_artifact_ids=(artifact.id,),
-        source_tool=artifact.tool_name,
-        visibility=VisibilityScope(artifact.visibility),
-        shared_with=tuple(artifact.shared_with),
-        privacy=PrivacyClass(artifact.privacy),
-        observed_at=observed_at or artifact.captured_at,
-        promotion=PromotionPolicy(artifact.promotion),
-        supersedes=tuple(supersedes),
-        conflicts_with=tuple(conflicts_with),
-        **draft.model_dump(),
-    )
-    return await insert_tool_memory(session, account_id, artifact.conversation_id, memory)
-
-
-@translate_errors
-async def find_memories_by_subject(
+async def related_live_memories(
     session: AsyncSession,
     account_id: str,
     conversation_id: str,
     subject_key: str,
-    *,
-    live_only: bool = True,
-) -> list[ToolMemoryRecord]:
-    """Memories of a conversation about one subject, in ``seq`` order.
+    fact_keys: Sequence[str] = (),
+) -> tuple[list[ToolMemoryRecord], dict[str, ToolCallStatus]]:
+    """The live memories a new memory may supersede or contradict, found by subject and fact.
 
-    What a caller needs to decide supersession (it must still check that the
-    older memory is on the new one's lineage).
+    A targeted query (``ix_tool_memories_subject`` and ``ix_tool_memories_facts``), not
+    the assembly's bounded candidate pool: every same-subject memory and every memory
+    asserting one of ``fact_keys`` is found however old it is. The caller decides which
+    of them the new memory's owner can see on its lineage.
 
     Args:
         session: the caller's session.
         account_id: the owning account.
         conversation_id: the conversation.
-        subject_key: the canonical subject.
-        live_only: skip memories already superseded.
+        subject_key: the new memory's subject.
+        fact_keys: the ``entity.attribute`` keys of the new memory's facts.
 
     Returns:
-        The memories.
+        ``(memories, statuses)``: the live memories in ``seq`` order, and the status of
+        every artifact they cite (a failure supersedes only memories of failures).
     """
-    stmt = select(ToolMemory).where(
-        ToolMemory.account_id == account_id,
-        ToolMemory.conversation_id == conversation_id,
-        ToolMemory.subject_key == subject_key,
-    )
-    if live_only:
-        stmt = stmt.where(ToolMemory.superseded_by.is_(None))
-    return [to_tool_memory(row) for row in await session.scalars(stmt.order_by(ToolMemory.seq))]
+    related = ToolMemory.subject_key == subject_key
+    if fact_keys:
+        facts = ToolMemory.payload["facts"]
+        related = or_(related, facts.has_any(array(sorted(set(fact_keys)), type_=Text)))
+    rows = list(await session.scalars(
+        select(ToolMemory)
+        .where(
+            ToolMemory.account_id == account_id,
+            ToolMemory.conversation_id == conversation_id,
+            ToolMemory.superseded_by.is_(None),
+            related,
+        )
+        .order_by(ToolMemory.seq, ToolMemory.id)
+    ))
+    cited = sorted({artifact_id for row in rows for artifact_id in row.source_artifact_ids})
+    statuses: dict[str, ToolCallStatus] = {}
+    if cited:
+        found = await session.execute(
+            select(ToolArtifact.id, ToolArtifact.status).where(
+                ToolArtifact.account_id == account_id, ToolArtifact.id.in_(cited)
+            )
+        )
+        statuses = {row.id: ToolCallStatus(row.status) for row in found}
+    return [to_tool_memory(row) for row in rows], statuses
 
 
 @translate_errors

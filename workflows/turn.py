@@ -1,11 +1,12 @@
 """The agent turn: assemble, call the model, run its tools, until it answers.
 
-Orchestration only. Every step is an activity named in :mod:`activities.turns`
-and every argument is an id (see :mod:`contracts`): the workflow never holds
-the transcript, a prompt or a tool payload, so its history stays small
-however long the conversation is. Ids the steps write under (model run,
-assembly) come from ``workflow.uuid4()``, which makes each activity's write
-idempotent across retries and replays.
+Orchestration only. Every step is an activity named by
+:class:`contracts.ActivityName` and every argument is an id (see
+:mod:`contracts`): the workflow never holds the transcript, a prompt or a
+tool payload, so its history stays small however long the conversation is.
+Ids the steps write under (model run, assembly) come from
+``workflow.uuid4()``, which makes each activity's write idempotent across
+retries and replays.
 
 A deferred tool (a document picker) parks the turn on a durable wait until
 ``answer_tool`` signals that the human's answer was captured; ``status``
@@ -21,30 +22,31 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError
 
+from workflows.options import STEP_RETRY, STEP_TIMEOUT, TOOL_RETRY_INITIAL
+
 with workflow.unsafe.imports_passed_through():
     from contracts import (
+        ANSWER_TOOL_SIGNAL,
+        STATUS_QUERY,
+        ActivityName,
+        AnswerToolInput,
         AssembleInput,
         AssembleResult,
         CallModelInput,
         CheckpointInput,
         ModelRunInput,
         ModelStepResult,
-        ToolAnswer,
-        ToolCallRef,
-        ToolPlan,
+        ToolCallInput,
+        ToolStepInput,
         ToolStepResult,
         TurnInput,
         TurnResult,
         TurnStatus,
+        WorkflowName,
     )
 
-STEP_TIMEOUT = timedelta(seconds=60)
-"""Start-to-close of graph steps (assemble, model call, checkpoint)."""
-STEP_RETRY = RetryPolicy(initial_interval=timedelta(milliseconds=200), maximum_attempts=5)
-"""Graph steps are idempotent: retry transient store errors a few times."""
 
-
-@workflow.defn(name="AgentTurn")
+@workflow.defn(name=WorkflowName.AGENT_TURN)
 class AgentTurnWorkflow:
     """One turn of one participant (chat, branch send, multi-model member, child, resume, job)."""
 
@@ -54,12 +56,12 @@ class AgentTurnWorkflow:
         self._answered: set[str] = set()
         self._runs: list[str] = []
 
-    @workflow.signal(name="answer_tool")
-    def answer_tool(self, answer: ToolAnswer) -> None:
+    @workflow.signal(name=ANSWER_TOOL_SIGNAL)
+    def answer_tool(self, answer: AnswerToolInput) -> None:
         """The human's answer to a deferred tool call was captured; resume."""
         self._answered.add(answer.tool_call_id)
 
-    @workflow.query(name="status")
+    @workflow.query(name=STATUS_QUERY)
     def status(self) -> TurnStatus:
         """Where the turn is: model calls so far and deferred calls it waits on."""
         return TurnStatus(round=self._round, waiting_for_tool_call_ids=tuple(sorted(self._waiting)),
@@ -75,11 +77,12 @@ class AgentTurnWorkflow:
         while self._round < turn.max_rounds:
             if self._round - started >= turn.rounds_per_run:
                 checkpoint = await workflow.execute_activity(
-                    "write_checkpoint",
+                    ActivityName.WRITE_CHECKPOINT,
                     CheckpointInput(scope=turn.scope, participant_id=turn.participant_id, kind="tool_loop",
                                     model_run_ids=tuple(self._runs), next_step="continue the tool loop"),
                     start_to_close_timeout=STEP_TIMEOUT, retry_policy=STEP_RETRY, result_type=str,
                 )
+                workflow.logger.info("turn continues as new after %d model calls", self._round)
                 workflow.continue_as_new(turn.model_copy(update={
                     "round": self._round, "model_run_ids": tuple(self._runs), "checkpoint_id": checkpoint,
                 }))
@@ -88,9 +91,10 @@ class AgentTurnWorkflow:
             if step.answered:
                 return TurnResult(status="answered", message_id=step.message_id, model_run_ids=tuple(self._runs),
                                   tool_call_ids=tuple(tool_call_ids), participant_id=turn.participant_id)
-            for plan in step.tools:
-                tool_call_ids.append(plan.tool_call_id)
-                await self._run_tool(turn, plan)
+            for tool in step.tools:
+                tool_call_ids.append(tool.tool_call_id)
+                await self._run_tool(turn, tool)
+        workflow.logger.warning("turn stopped after %d model calls without an answer", self._round)
         return TurnResult(status="max_rounds", model_run_ids=tuple(self._runs), tool_call_ids=tuple(tool_call_ids),
                           participant_id=turn.participant_id)
 
@@ -99,46 +103,47 @@ class AgentTurnWorkflow:
         self._runs.append(run_id)
         self._round += 1
         await workflow.execute_activity(
-            "start_model_run",
+            ActivityName.START_MODEL_RUN,
             ModelRunInput(scope=turn.scope, participant_id=turn.participant_id, model_run_id=run_id,
                           runtime_kind=turn.runtime_kind, parent_model_run_id=turn.parent_model_run_id),
             start_to_close_timeout=STEP_TIMEOUT, retry_policy=STEP_RETRY, result_type=str,
         )
         assembly: AssembleResult = await workflow.execute_activity(
-            "assemble_context",
+            ActivityName.ASSEMBLE_CONTEXT,
             AssembleInput(scope=turn.scope, participant_id=turn.participant_id, model_run_id=run_id,
                           assembly_id=str(workflow.uuid4()), runtime_kind=turn.runtime_kind, now=workflow.now(),
                           token_budget=turn.token_budget, checkpoint_id=checkpoint_id),
             start_to_close_timeout=STEP_TIMEOUT, retry_policy=STEP_RETRY, result_type=AssembleResult,
         )
         return await workflow.execute_activity(
-            "call_model",
+            ActivityName.CALL_MODEL,
             CallModelInput(scope=turn.scope, participant_id=turn.participant_id, model_run_id=run_id,
                            assembly_id=assembly.assembly_id, runtime_kind=turn.runtime_kind),
             start_to_close_timeout=STEP_TIMEOUT, retry_policy=STEP_RETRY, result_type=ModelStepResult,
         )
 
-    async def _run_tool(self, turn: TurnInput, plan: ToolPlan) -> ToolStepResult | None:
-        ref = ToolCallRef(account_id=turn.scope.account_id, tool_call_id=plan.tool_call_id)
-        if plan.deferred:
+    async def _run_tool(self, turn: TurnInput, tool: ToolStepInput) -> ToolStepResult | None:
+        call = ToolCallInput(account_id=turn.scope.account_id, tool_call_id=tool.tool_call_id)
+        if tool.deferred:
             # Durable wait: days are fine, the worker holds nothing while it waits.
-            self._waiting.add(plan.tool_call_id)
-            await workflow.wait_condition(lambda: plan.tool_call_id in self._answered)
-            self._waiting.discard(plan.tool_call_id)
+            self._waiting.add(tool.tool_call_id)
+            await workflow.wait_condition(lambda: tool.tool_call_id in self._answered)
+            self._waiting.discard(tool.tool_call_id)
             return None
         try:
             return await workflow.execute_activity(
-                "execute_tool", ref,
-                start_to_close_timeout=timedelta(seconds=plan.timeout_seconds),
-                heartbeat_timeout=timedelta(seconds=plan.heartbeat_seconds) if plan.heartbeat_seconds else None,
-                retry_policy=RetryPolicy(initial_interval=timedelta(milliseconds=500), backoff_coefficient=2.0,
-                                         maximum_attempts=plan.max_attempts),
+                ActivityName.EXECUTE_TOOL, call,
+                start_to_close_timeout=timedelta(seconds=tool.timeout_seconds),
+                heartbeat_timeout=timedelta(seconds=tool.heartbeat_seconds) if tool.heartbeat_seconds else None,
+                retry_policy=RetryPolicy(initial_interval=TOOL_RETRY_INITIAL, backoff_coefficient=2.0,
+                                         maximum_attempts=tool.max_attempts),
                 result_type=ToolStepResult,
             )
         except ActivityError:
             # Every attempt failed: the last error becomes the call's failed result, which the
             # policy keeps in view as recovery state instead of letting the turn crash.
+            workflow.logger.warning("tool call %s failed every attempt; capturing its last error", tool.tool_call_id)
             return await workflow.execute_activity(
-                "finalize_tool_failure", ref,
+                ActivityName.FINALIZE_TOOL_FAILURE, call,
                 start_to_close_timeout=STEP_TIMEOUT, retry_policy=STEP_RETRY, result_type=ToolStepResult,
             )

@@ -29,6 +29,10 @@ from policy.records import ChatMessage, ToolCallRequest
 class ProviderError(Exception):
     """A model call failed."""
 
+    retryable: bool = False
+    """Whether calling again may succeed (a rate limit, a timeout); read by
+    :func:`activities.errors.is_retryable`."""
+
 
 class UnknownModelError(ProviderError):
     """The model spec is malformed, or names a provider or model that does not exist."""

@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from contracts import TASK_QUEUE
 from dossier.services.models import Endpoints, ServiceStatus
 from dossier.services.process import ProcessHandle, is_alive, spawn, terminate, wait_healthy
 from dossier.settings import Settings
@@ -31,7 +32,7 @@ class WorkerRecord(BaseModel):
 
     pid: int | None = None
     create_time: float | None = None
-    task_queue: str = "dossier"
+    task_queue: str = TASK_QUEUE
 
     @property
     def handle(self) -> ProcessHandle | None:

@@ -74,9 +74,10 @@ from contracts import (
     CallModelInput,
     ModelRunInput,
     Scope,
-    ToolCallRef,
+    ToolCallInput,
     TurnInput,
     TurnResult,
+    WorkflowName,
 )
 from harness.bench.orchestration_agent import (
     MODEL,
@@ -557,7 +558,7 @@ class _Bench:
         workflow_id = f"bench-orch-{uuid.uuid4().hex[:12]}"
         start = time.perf_counter()
         result = await self.client.execute_workflow(
-            "AgentTurn", TurnInput(scope=scope, participant_id=participant_id), id=workflow_id,
+            WorkflowName.AGENT_TURN, TurnInput(scope=scope, participant_id=participant_id), id=workflow_id,
             task_queue=self.task_queue, result_type=TurnResult)
         return result, workflow_id, (time.perf_counter() - start) * 1000
 
@@ -599,7 +600,7 @@ class _Bench:
                 break
             for plan in model_step.tools:
                 tool_call_ids.append(plan.tool_call_id)
-                ref = ToolCallRef(account_id=scope.account_id, tool_call_id=plan.tool_call_id)
+                ref = ToolCallInput(account_id=scope.account_id, tool_call_id=plan.tool_call_id)
                 try:
                     await step("execute_tool", acts.execute_tool, ref)
                 except Exception:

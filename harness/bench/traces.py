@@ -3,7 +3,7 @@
 Each trajectory (``/work/shared/data/traces/README.md`` format) is imported
 into the runtime graph incrementally through the live code path (model run,
 assistant message with its tool calls, ``begin_tool_call``,
-``capture_tool_result``, ``derive_tool_memory``); at each model call *k*
+``ingest_tool_result``); at each model call *k*
 Dossier's context is assembled with :func:`activities.context.assemble_context`
 *before* call *k* is written, and every peer strategy gets the transcript
 strictly before call *k*. Measures are in :mod:`harness.bench.traces_measure`,
@@ -23,10 +23,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from activities.capture import ToolOutcome, begin_tool_call, capture_tool_result
+from activities.ingest import ToolOutcome, begin_tool_call, ingest_tool_result, memory_id_for
 from activities.context import assemble_context, read_planned_payloads
 from activities.deps import GraphDeps
-from activities.memory import derive_tool_memory, memory_id_for
 from harness.bench.peers import DEFAULT_BUDGET, peer_strategies
 from harness.bench.strategy import CallInput, FullReplay, count_tokens, message_text
 from harness.bench.traces_measure import TraceCall, to_openai, trace_calls
@@ -164,9 +163,8 @@ class _Import:
             return  # a result without its call (none in the shared split)
         outcome = ToolOutcome(status=ToolCallStatus.SUCCEEDED, result=(message.get("content") or "").encode(),
                               content_type="text/plain")
-        artifact = await capture_tool_result(self.deps, self.account_id, row, outcome, captured_at=self.at(index))
-        self.artifacts[message["tool_call_id"]] = artifact.id
-        await derive_tool_memory(self.deps, self.account_id, artifact.id)
+        ingested = await ingest_tool_result(self.deps, self.account_id, row, outcome, captured_at=self.at(index))
+        self.artifacts[message["tool_call_id"]] = ingested.artifact.id
 
 
 async def _reassemble(deps: GraphDeps, boundary: GenerationBoundary, candidates, budget: int,

@@ -1,7 +1,7 @@
 """Replay a scenario into the real graph and assemble its measured model call.
 
 Every step goes through the same I/O steps a live agent turn uses
-(:mod:`activities.capture`, :mod:`activities.memory`,
+(:mod:`activities.ingest`,
 :mod:`activities.promotion`, :mod:`activities.context`); the runner only
 translates scenario keys into graph ids and scenario minutes into times.
 Each run writes into a fresh account, so runs never see each other.
@@ -13,16 +13,16 @@ import re
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
-from activities.capture import (
+from activities.ingest import (
     ToolOutcome,
     begin_tool_call,
-    capture_tool_result,
+    ingest_tool_result,
+    memory_id_for,
     defer_tool_call,
     record_attempt_failure,
 )
 from activities.context import AssembledContext, assemble_context
 from activities.deps import GraphDeps
-from activities.memory import derive_tool_memory, memory_id_for
 from activities.promotion import promote_child_results
 from activities.provenance import verify_provenance
 from harness.scenarios.model import (
@@ -40,6 +40,7 @@ from harness.scenarios.model import (
     SetSkill,
 )
 from policy.assembler import short_ids_for
+from policy.derive import decode_payload
 from policy.enums import MessageRole, ToolCallStatus
 from policy.legacy import legacy_messages
 from policy.records import (
@@ -51,7 +52,6 @@ from policy.records import (
     PolicyDecisionRecord,
     ToolCallRequest,
 )
-from policy.derive import decode_payload
 from policy.tools import ToolCatalog
 from store import branches, checkpoints, conversations, messages, skills, user_memories
 from store import tools as tool_store
@@ -232,11 +232,10 @@ class _Replay:
             status=step.status, result=(step.result or "").encode(),
             content_type=step.content_type, attempts=step.attempts,
         )
-        artifact = await capture_tool_result(
+        ingested = await ingest_tool_result(
             deps, account, call.id, outcome, captured_at=when, promotion=step.promotion,
         )
-        self.artifacts[step.key] = artifact.id
-        await derive_tool_memory(deps, account, artifact.id)
+        self.artifacts[step.key] = ingested.artifact.id
 
     async def _promote(self, step: Promote) -> None:
         await promote_child_results(

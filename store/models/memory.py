@@ -50,6 +50,9 @@ class ToolMemory(Base):
         Index("ix_tool_memories_node", "account_id", "conversation_id", "branch_id", "seq"),
         Index("ix_tool_memories_scope", "account_id", "conversation_id", "seq", postgresql_where=text(LIVE_SCOPE_SQL)),
         Index("ix_tool_memories_subject", "account_id", "conversation_id", "subject_key"),
+        # Contradiction lookups: live memories asserting one of a new memory's facts (``?|``).
+        Index("ix_tool_memories_facts", text("(payload -> 'facts')"), postgresql_using="gin",
+              postgresql_where=text("superseded_by IS NULL")),
         Index("ix_tool_memories_account_id_model_run_id", "account_id", "model_run_id"),
     )
 

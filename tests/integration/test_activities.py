@@ -17,17 +17,19 @@ import pytest
 from minio import Minio
 from sqlalchemy import select, text
 
-from activities.capture import (
+from activities.context import assemble_context
+from activities.deps import GraphDeps
+from activities.errors import ToolOutcomeError
+from activities.ingest import (
     CALL_ERROR_MAX_CHARS,
     ToolOutcome,
     begin_tool_call,
     capture_tool_result,
+    ingest_tool_result,
+    ingested_result,
+    memory_id_for,
     record_attempt_failure,
 )
-from activities.context import assemble_context
-from activities.deps import GraphDeps
-from activities.errors import ToolOutcomeError
-from activities.memory import derive_tool_memory, memory_id_for
 from activities.provenance import verify_provenance
 from harness.scenarios.runner import context_text
 from policy.enums import MessageRole, PrivacyClass, ResolutionStatus, RuntimeKind, ToolCallStatus
@@ -37,7 +39,8 @@ from policy.tools import ToolCatalog, ToolSpec
 from store import branches, conversations, messages, tool_memories
 from store import tools as tool_store
 from store.errors import ArtifactIntegrityError, ArtifactNotFoundError, BranchCycleError, NotFoundError
-from store.models import ToolArtifact
+from store.candidates import CandidateLimits
+from store.models import ToolArtifact, ToolMemory
 from store.payloads import read_artifact_payload
 
 T0 = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
@@ -67,11 +70,11 @@ class Chat:
         )
         if result is None:
             return call, None
-        artifact = await capture_tool_result(
+        ingested = await ingest_tool_result(
             self.deps, self.account_id, call.id, ToolOutcome(status=status, result=result, content_type=content_type),
             captured_at=T0,
         )
-        return call, artifact
+        return call, ingested
 
     async def say(self, text_: str) -> None:
         async with self.deps.sessions() as session, session.begin():
@@ -96,42 +99,102 @@ async def chat(graph_deps: GraphDeps) -> Chat:
     return Chat(deps, account_id, conversation.id, conversation.root_branch_id, assistant.id)
 
 
-# --------------------------------------------------------------------------- capture
+# --------------------------------------------------------------------------- ingest
 
 
-async def test_capture_is_once_per_tool_call_id(chat: Chat) -> None:
-    call, artifact = await chat.call("crm.get_account", {"account_id": "A-1"}, "a", b'{"id":"A-1","tier":"gold"}')
+class CountingReads:
+    """An artifact store that counts reads, to prove ingest never reads back what it wrote."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+        self.reads = 0
+
+    def __getattr__(self, name: str):
+        return getattr(self.inner, name)
+
+    async def get(self, *args, **kwargs):
+        self.reads += 1
+        return await self.inner.get(*args, **kwargs)
+
+    async def get_file(self, *args, **kwargs):
+        self.reads += 1
+        return await self.inner.get_file(*args, **kwargs)
+
+
+async def _count(chat: Chat, model, **where) -> int:
+    async with chat.deps.sessions() as session:
+        stmt = select(model.id).where(model.account_id == chat.account_id,
+                                      *(getattr(model, k) == v for k, v in where.items()))
+        return len((await session.execute(stmt)).all())
+
+
+async def test_ingest_derives_from_the_bytes_it_captured_without_reading_them_back(chat: Chat) -> None:
+    counting = CountingReads(chat.deps.artifacts)
+    chat = replace(chat, deps=replace(chat.deps, artifacts=counting))
+    _, ingested = await chat.call("crm.get_account", {"account_id": "A-1"}, "a", b'{"id":"A-1","tier":"gold"}')
+    assert ingested.artifact.storage == "object"  # the fixture sends every payload to S3
+    assert counting.reads == 0
+    assert ingested.memory.id == memory_id_for(ingested.artifact.id)
+    assert ingested.memory.source_artifact_ids == (ingested.artifact.id,)
+    assert "tier=gold" in ingested.memory.summary
+
+
+async def test_ingest_is_once_per_tool_call_id(chat: Chat) -> None:
+    call, first = await chat.call("crm.get_account", {"account_id": "A-1"}, "a", b'{"id":"A-1","tier":"gold"}')
     again_call, _ = await chat.call("crm.get_account", {"account_id": "A-1"}, "a")
     assert again_call.id == call.id  # the provider's call id is the idempotency key
-    retried = await capture_tool_result(
+    retried = await ingest_tool_result(
         chat.deps, chat.account_id, call.id,
         ToolOutcome(status=ToolCallStatus.SUCCEEDED, result=b'{"id":"A-1","tier":"DIFFERENT"}'),
     )
-    assert retried.id == artifact.id and retried.sha256 == artifact.sha256
+    assert retried == first  # the first capture and its memory stand; nothing new is written
+    assert await ingested_result(chat.deps, chat.account_id, call.id) == first
+    assert await _count(chat, ToolArtifact, tool_call_id=call.id) == 1
+    assert await _count(chat, ToolMemory, id=first.memory.id) == 1
     async with chat.deps.sessions() as session:
-        count = len((await session.execute(
-            select(ToolArtifact.id).where(ToolArtifact.account_id == chat.account_id,
-                                          ToolArtifact.tool_call_id == call.id))).all())
-        payload = await read_artifact_payload(session, chat.deps.artifacts, chat.account_id, artifact.id)
-    assert count == 1
-    assert payload == b'{"id":"A-1","tier":"gold"}'  # the first capture stands
+        payload = await read_artifact_payload(session, chat.deps.artifacts, chat.account_id, first.artifact.id)
+    assert payload == b'{"id":"A-1","tier":"gold"}'
 
 
-async def test_only_final_outcomes_can_be_captured(chat: Chat) -> None:
+async def test_a_result_not_yet_captured_is_reported_as_such(chat: Chat) -> None:
+    call, _ = await chat.call("crm.get_account", {"account_id": "A-1"}, "n")
+    assert await ingested_result(chat.deps, chat.account_id, call.id) is None
+
+
+async def test_only_final_outcomes_can_be_ingested(chat: Chat) -> None:
     call, _ = await chat.call("crm.get_account", {"account_id": "A-1"}, "p")
-    with pytest.raises(ToolOutcomeError, match="cannot capture a pending outcome"):
-        await capture_tool_result(chat.deps, chat.account_id, call.id,
-                                  ToolOutcome(status=ToolCallStatus.PENDING, result=b""))
+    for step in (ingest_tool_result, capture_tool_result):
+        with pytest.raises(ToolOutcomeError, match="cannot capture a pending outcome"):
+            await step(chat.deps, chat.account_id, call.id, ToolOutcome(status=ToolCallStatus.PENDING, result=b""))
+    assert await _count(chat, ToolArtifact, tool_call_id=call.id) == 0
+
+
+async def test_a_capture_without_its_memory_gets_it_from_the_verified_stored_bytes(chat: Chat) -> None:
+    """Recovery for results captured without a memory (a version that derived in a second step)."""
+    call, _ = await chat.call("crm.get_account", {"account_id": "A-2"}, "r")
+    artifact = await capture_tool_result(chat.deps, chat.account_id, call.id,
+                                         ToolOutcome(status=ToolCallStatus.SUCCEEDED, result=b'{"id":"A-2"}'))
+    assert await _count(chat, ToolMemory, id=memory_id_for(artifact.id)) == 0
+    recovered = await ingested_result(chat.deps, chat.account_id, call.id)
+    assert recovered is not None and recovered.artifact == artifact
+    assert recovered.memory.id == memory_id_for(artifact.id)
+    # Nothing is derived from bytes that are gone: the recovery fails loudly and can be retried after a restore.
+    lost_call, _ = await chat.call("crm.get_account", {"account_id": "A-4"}, "orphan")
+    lost = await capture_tool_result(chat.deps, chat.account_id, lost_call.id,
+                                     ToolOutcome(status=ToolCallStatus.SUCCEEDED, result=b'{"id":"A-4"}'))
+    await chat.deps.artifacts.delete(chat.account_id, lost.storage_key)
+    with pytest.raises(ArtifactNotFoundError):
+        await ingested_result(chat.deps, chat.account_id, lost_call.id)
 
 
 async def test_malformed_tool_payload_is_kept_raw_and_flagged(chat: Chat) -> None:
     broken = b'{"id": "A-7", "owner": {"name": "Ann", "email": '  # cut off mid-object
-    _, artifact = await chat.call("crm.get_account", {"account_id": "A-7"}, "m", broken)
-    memory = await derive_tool_memory(chat.deps, chat.account_id, artifact.id)
-    assert memory.confidence == 0.3
-    assert memory.limitations.startswith("could not parse as json")
+    _, ingested = await chat.call("crm.get_account", {"account_id": "A-7"}, "m", broken)
+    assert ingested.memory.confidence == 0.3
+    assert ingested.memory.limitations.startswith("could not parse as json")
     async with chat.deps.sessions() as session:
-        assert await read_artifact_payload(session, chat.deps.artifacts, chat.account_id, artifact.id) == broken
+        assert await read_artifact_payload(session, chat.deps.artifacts, chat.account_id,
+                                           ingested.artifact.id) == broken
     await chat.say("What do we know about A-7?")
     assembled = await assemble_context(chat.deps, chat.boundary())
     text_ = context_text(assembled.result.messages)
@@ -143,7 +206,8 @@ async def test_a_50_mb_payload_goes_out_of_line_and_round_trips(chat: Chat) -> N
     line = b"2026-11-30T09:00:00Z INFO worker-7 processed batch with 5000 rows in 812 ms\n"
     payload = line * (50 * 1024 * 1024 // len(line) + 1)
     assert len(payload) >= 50 * 1024 * 1024
-    _, artifact = await chat.call("logs.dump", {"service": "orders"}, "big", payload, content_type="text/plain")
+    _, ingested = await chat.call("logs.dump", {"service": "orders"}, "big", payload, content_type="text/plain")
+    artifact = ingested.artifact
     assert artifact.storage == "object" and artifact.storage_key is not None
     assert artifact.result_bytes == len(payload)
     assert artifact.sha256 == hashlib.sha256(payload).hexdigest()
@@ -152,7 +216,7 @@ async def test_a_50_mb_payload_goes_out_of_line_and_round_trips(chat: Chat) -> N
     handle = await chat.deps.artifacts.get_file(chat.account_id, artifact.storage_key, artifact.sha256)
     with handle:
         assert hashlib.sha256(handle.read()).hexdigest() == artifact.sha256
-    memory = await derive_tool_memory(chat.deps, chat.account_id, artifact.id)
+    memory = ingested.memory
     assert memory.summary.startswith(f"logs.dump(service=orders) → large text result, {len(payload)} bytes")
     assert "parse limit" in memory.limitations
 
@@ -163,13 +227,13 @@ async def test_failed_calls_keep_a_bounded_error_and_the_artifact_keeps_all_of_i
     error = "deploy failed\nTraceback (most recent call last):\n" + frames + "PermissionError: s3:PutObject denied"
     assert len(error) > CALL_ERROR_MAX_CHARS
     await record_attempt_failure(chat.deps, chat.account_id, call.id, attempt=1, error=error, final=False, at=T0)
-    artifact = await capture_tool_result(
+    ingested = await ingest_tool_result(
         chat.deps, chat.account_id, call.id,
         ToolOutcome(status=ToolCallStatus.FAILED, result=error.encode(), content_type="text/plain", attempts=2),
     )
     async with chat.deps.sessions() as session:
         stored_call = await tool_store.get_tool_call(session, chat.account_id, call.id)
-        raw = await read_artifact_payload(session, chat.deps.artifacts, chat.account_id, artifact.id)
+        raw = await read_artifact_payload(session, chat.deps.artifacts, chat.account_id, ingested.artifact.id)
     assert stored_call.status is ToolCallStatus.FAILED and stored_call.attempts == 2
     assert len(stored_call.last_error) < CALL_ERROR_MAX_CHARS + 100
     assert stored_call.last_error.endswith("PermissionError: s3:PutObject denied")
@@ -186,8 +250,8 @@ async def test_failed_calls_keep_a_bounded_error_and_the_artifact_keeps_all_of_i
 
 async def test_a_tampered_artifact_is_detected_on_read_and_never_rehydrated(chat: Chat, s3: Minio) -> None:
     original = json.dumps({"id": "A-9", "tier": "gold", "arr_eur": 120000}).encode()
-    _, artifact = await chat.call("crm.get_account", {"account_id": "A-9"}, "t", original)
-    memory = await derive_tool_memory(chat.deps, chat.account_id, artifact.id)
+    _, ingested = await chat.call("crm.get_account", {"account_id": "A-9"}, "t", original)
+    artifact, memory = ingested.artifact, ingested.memory
     forged = original.replace(b"120000", b"999999")
     # Someone with bucket access rewrites the object under the same key.
     s3.put_object(chat.deps.artifacts.bucket, artifact.storage_key, io.BytesIO(forged), len(forged))
@@ -217,16 +281,10 @@ async def test_a_tampered_artifact_is_detected_on_read_and_never_rehydrated(chat
 
 
 async def test_a_missing_object_marks_the_memory_with_the_real_artifact_id(chat: Chat) -> None:
-    _, artifact = await chat.call("crm.get_account", {"account_id": "A-3"}, "gone", b'{"id":"A-3"}')
-    memory = await derive_tool_memory(chat.deps, chat.account_id, artifact.id)
-    await chat.deps.artifacts.delete(chat.account_id, artifact.storage_key)
+    _, ingested = await chat.call("crm.get_account", {"account_id": "A-3"}, "gone", b'{"id":"A-3"}')
+    await chat.deps.artifacts.delete(chat.account_id, ingested.artifact.storage_key)
     changed = await verify_provenance(chat.deps, chat.account_id, chat.conversation_id, chat.branch_id)
-    assert [(m.id, m.resolution) for m in changed] == [(memory.id, ResolutionStatus.MISSING_SOURCE)]
-    # Nothing is derived from bytes that are gone: the step fails loudly, and can be retried after a restore.
-    _, orphan = await chat.call("crm.get_account", {"account_id": "A-4"}, "orphan", b'{"id":"A-4"}')
-    await chat.deps.artifacts.delete(chat.account_id, orphan.storage_key)
-    with pytest.raises(ArtifactNotFoundError):
-        await derive_tool_memory(chat.deps, chat.account_id, orphan.id)
+    assert [(m.id, m.resolution) for m in changed] == [(ingested.memory.id, ResolutionStatus.MISSING_SOURCE)]
 
 
 # --------------------------------------------------------------------------- unknown ids and cycles
@@ -235,10 +293,10 @@ async def test_a_missing_object_marks_the_memory_with_the_real_artifact_id(chat:
 async def test_unknown_ids_get_typed_errors(chat: Chat) -> None:
     missing = "00000000-0000-0000-0000-000000000000"
     with pytest.raises(NotFoundError, match="not found"):
-        await capture_tool_result(chat.deps, chat.account_id, missing,
-                                  ToolOutcome(status=ToolCallStatus.SUCCEEDED, result=b"{}"))
+        await ingest_tool_result(chat.deps, chat.account_id, missing,
+                                 ToolOutcome(status=ToolCallStatus.SUCCEEDED, result=b"{}"))
     with pytest.raises(NotFoundError):
-        await derive_tool_memory(chat.deps, chat.account_id, missing)
+        await ingested_result(chat.deps, chat.account_id, missing)
     with pytest.raises(NotFoundError):
         await assemble_context(chat.deps, chat.boundary(branch_id=missing))
     with pytest.raises((NotFoundError, UnknownParticipantError)):
@@ -248,6 +306,9 @@ async def test_unknown_ids_get_typed_errors(chat: Chat) -> None:
         other = await conversations.create_account(session, name="other")
     with pytest.raises(NotFoundError):
         await assemble_context(chat.deps, chat.boundary(account_id=other))
+    call, _ = await chat.call("crm.get_account", {"account_id": "A-1"}, "x")
+    with pytest.raises(NotFoundError):
+        await ingested_result(chat.deps, other, call.id)
 
 
 async def test_a_cyclic_branch_is_refused_and_never_walked_forever(chat: Chat) -> None:
@@ -283,14 +344,13 @@ async def test_a_cyclic_branch_is_refused_and_never_walked_forever(chat: Chat) -
 
 async def test_a_newer_result_for_the_same_subject_supersedes_and_a_failure_does_not(chat: Chat) -> None:
     _, first = await chat.call("crm.get_account", {"account_id": "A-5"}, "v1", b'{"id":"A-5","tier":"silver"}')
-    old = await derive_tool_memory(chat.deps, chat.account_id, first.id)
     _, failed = await chat.call("crm.get_account", {"account_id": "A-5"}, "v2", b"HTTP 503",
                                 status=ToolCallStatus.FAILED, content_type="text/plain")
-    await derive_tool_memory(chat.deps, chat.account_id, failed.id)
+    assert failed.memory.supersedes == ()  # a failure never erases the last good observation
     _, second = await chat.call("crm.get_account", {"account_id": "A-5"}, "v3", b'{"id":"A-5","tier":"gold"}')
-    new = await derive_tool_memory(chat.deps, chat.account_id, second.id)
-    assert new.id == memory_id_for(second.id)
-    assert old.id in new.supersedes
+    old, new = first.memory, second.memory
+    assert new.id == memory_id_for(second.artifact.id)
+    assert set(new.supersedes) == {old.id, failed.memory.id}
     async with chat.deps.sessions() as session:
         reread = await tool_memories.get_tool_memory(session, chat.account_id, old.id)
     assert reread.superseded_by == new.id
@@ -299,17 +359,39 @@ async def test_a_newer_result_for_the_same_subject_supersedes_and_a_failure_does
     assert "tier=gold" in text_ and "tier=silver" not in text_
 
 
+async def test_linking_finds_a_subject_outside_the_assembly_candidate_pool(chat: Chat) -> None:
+    """Supersession uses a targeted query by subject, not the bounded pool an assembly loads."""
+    chat = replace(chat, deps=replace(chat.deps, limits=CandidateLimits(max_memories=2, max_artifacts=2)))
+    _, oldest = await chat.call("crm.get_account", {"account_id": "A-8"}, "o", b'{"id":"A-8","tier":"silver"}')
+    for index in range(4):  # newer memories of other subjects push the oldest out of any bounded pool
+        await chat.call("crm.get_account", {"account_id": f"B-{index}"}, f"b{index}", b'{"id":"B","x":1}')
+    _, newest = await chat.call("crm.get_account", {"account_id": "A-8"}, "n", b'{"id":"A-8","tier":"gold"}')
+    assert newest.memory.supersedes == (oldest.memory.id,)
+
+
+async def test_a_result_that_disagrees_on_a_shared_fact_is_linked_as_a_conflict(chat: Chat) -> None:
+    deps = replace(chat.deps, catalog=ToolCatalog(tools=(*chat.deps.catalog.tools,
+                                                        ToolSpec(name="billing.get_customer", result_kind="json"))))
+    chat = replace(chat, deps=deps)
+    _, crm = await chat.call("crm.get_account", {"account_id": "C-1"}, "crm", b'{"id":"C-1","email":"a@x.io"}')
+    _, billing = await chat.call("billing.get_customer", {"customer": "C-1"}, "bill",
+                                 b'{"id":"C-1","email":"b@x.io"}')
+    _, agrees = await chat.call("billing.get_customer", {"customer": "C-1", "v": 2}, "bill2",
+                                b'{"id":"C-1","plan":"pro"}')
+    assert billing.memory.conflicts_with == (crm.memory.id,)
+    assert agrees.memory.conflicts_with == ()
+
+
 async def test_memory_privacy_is_never_looser_than_its_artifact(chat: Chat) -> None:
     call = await begin_tool_call(
         chat.deps, chat.account_id, chat.conversation_id, chat.branch_id, chat.assistant_id,
         call_id="call_mail", name="crm.get_account", arguments={"account_id": "A-6"},
         runtime_kind=RuntimeKind.CHAT, privacy=PrivacyClass.GOOGLE_DERIVED, at=T0,
     )
-    artifact = await capture_tool_result(chat.deps, chat.account_id, call.id,
-                                         ToolOutcome(status=ToolCallStatus.SUCCEEDED, result=b'{"id":"A-6"}'))
-    memory = await derive_tool_memory(chat.deps, chat.account_id, artifact.id)
-    assert artifact.privacy is PrivacyClass.GOOGLE_DERIVED
-    assert memory.privacy is PrivacyClass.GOOGLE_DERIVED
+    ingested = await ingest_tool_result(chat.deps, chat.account_id, call.id,
+                                        ToolOutcome(status=ToolCallStatus.SUCCEEDED, result=b'{"id":"A-6"}'))
+    assert ingested.artifact.privacy is PrivacyClass.GOOGLE_DERIVED
+    assert ingested.memory.privacy is PrivacyClass.GOOGLE_DERIVED
     await chat.say("What do we have on A-6?")
     public = await assemble_context(chat.deps, chat.boundary(provider_route="public-only"))
     assert "A-6" not in context_text(public.result.messages).split("What do we have")[0]

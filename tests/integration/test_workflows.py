@@ -21,23 +21,25 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select
 from temporalio.api.enums.v1 import EventType
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
-from temporalio.worker import Replayer
 
 from activities.deps import GraphDeps
-from contracts import Scope, TurnInput, TurnResult
+from contracts import Scope, TurnInput, TurnResult, WorkflowName
 from dossier.client import DossierClient
 from dossier.services.models import Endpoints
 from dossier.services.worker import worker_environment
 from dossier.settings import Settings
+from activities.ingest import memory_id_for
+from activities.tools.registry import default_registry
+from policy.derive import subject_key
 from policy.enums import ToolCallStatus
+from policy.records import canonical_json
 from store import checkpoints, conversations, messages
 from store import tools as tool_store
 from store.assemblies import get_context_assembly, list_context_assemblies
+from store.tool_memories import get_tool_memory
 from store.models import ToolArtifact, ToolCall
 from dossier.runtime import build_worker
-from workflows import ALL_WORKFLOWS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -123,7 +125,7 @@ async def test_a_long_tool_loop_continues_as_new_from_a_checkpoint(
     participant = await dossier.participant(scope, "scripted:analyst")
     await dossier.say(scope, "Which region drove Q3 2026 revenue? Write me a short report.")
     handle = await temporal_env.client.start_workflow(
-        "AgentTurn", TurnInput(scope=scope, participant_id=participant, rounds_per_run=2),
+        WorkflowName.AGENT_TURN, TurnInput(scope=scope, participant_id=participant, rounds_per_run=2),
         id=f"turn-can-{uuid.uuid4().hex[:8]}", task_queue=dossier.settings.temporal_task_queue,
         result_type=TurnResult)
     result = await handle.result()
@@ -185,6 +187,27 @@ async def test_a_deferred_tool_waits_durably_and_stays_visible_while_pending(dos
     done = await dossier.wait_turn(pending)
     assert done.result.status == "answered"
     assert "sales/2026-q2-orders.csv" in (await _assembly_text(dossier, done.result.model_run_ids[-1]))
+
+
+async def test_a_deferred_answer_is_derived_under_the_registered_tool_spec(dossier: DossierClient) -> None:
+    """The client captures a human's answer with the same tool catalog the worker uses.
+
+    ``user.pick_file`` identifies its subject by ``prompt`` alone; the default spec a
+    catalog-less client would fall back to keys it by every argument instead.
+    """
+    pending = await dossier.chat("I want to review one of the sales files; let me pick it.",
+                                 model="scripted:picker", wait=False)
+    (tool_call_id,) = await dossier.wait_until_waiting(pending.workflow_id)
+    await dossier.answer(tool_call_id, json.dumps({"path": "sales/2026-q3-orders.csv"}))
+    await dossier.wait_turn(pending)
+    spec = default_registry().get("user.pick_file").spec
+    async with dossier.deps.sessions() as session:
+        call = await tool_store.get_tool_call(session, dossier.account_id, tool_call_id)
+        artifact = await tool_store.get_artifact_for_tool_call(session, dossier.account_id, tool_call_id)
+        memory = await get_tool_memory(session, dossier.account_id, memory_id_for(artifact.id))
+    assert memory.subject_key == subject_key(spec, dict(call.arguments))
+    assert memory.subject_key == f"user.pick_file:{canonical_json({'prompt': call.arguments['prompt']})}"
+    assert (artifact.tool_version, memory.freshness) == (spec.version, spec.freshness)
 
 
 # --------------------------------------------------------------------------- multi-model, branch send
@@ -349,19 +372,3 @@ async def test_killing_the_worker_mid_tool_loses_and_duplicates_nothing(
     async with graph_deps.sessions() as session:
         calls = [await tool_store.get_tool_call(session, account_id, t) for t in done.result.tool_call_ids]
     assert all(call.status is ToolCallStatus.SUCCEEDED for call in calls)
-
-
-# --------------------------------------------------------------------------- determinism
-
-
-async def test_recorded_histories_replay_deterministically(
-    dossier: DossierClient, temporal_env: WorkflowEnvironment
-) -> None:
-    """Workflow code changes that would break running workflows fail here first."""
-    outcome = await dossier.chat("Which region drove Q3 2026 revenue? Write me a short report.")
-    batch, batch_id, _ = await dossier.subagents(
-        "Audit Q3.", [("scripted:researcher", "Analyse sales/2026-q3-orders.csv by region.")])
-    replayer = Replayer(workflows=ALL_WORKFLOWS, data_converter=pydantic_data_converter)
-    for workflow_id in (outcome.workflow_id, batch_id, f"{batch_id}/resume", batch.children[0].workflow_id):
-        history = await temporal_env.client.get_workflow_handle(workflow_id).fetch_history()
-        await replayer.replay_workflow(history)

@@ -6,7 +6,7 @@ import hashlib
 
 import pytest
 
-from policy.derive import derive_memory
+from policy.derive import derive_memory, memory_record
 from policy.enums import PrivacyClass, ResolutionStatus, ToolCallStatus
 from policy.tools import ToolSpec
 from store import graph
@@ -48,21 +48,42 @@ async def test_supersession_and_conflicts_are_recorded_on_both_sides(world: Worl
     assert m2.superseded_by == ids[3] and m3.supersedes == (ids[2],) == fourth.supersedes
 
 
-async def test_memory_resolution_and_lookup_by_subject(world: World) -> None:
+async def test_memory_resolution(world: World) -> None:
     record = memory(world, f"r-{world.account_id}", subject_key=f"subject-{world.account_id}")
     async with world.sessions() as s, s.begin():
         await graph.insert_tool_memory(s, world.account_id, world.conversation_id, record)
         marked = await graph.mark_memory_resolution(
             s, world.account_id, record.id, ResolutionStatus.HASH_MISMATCH, repair_attempts=2
         )
-        found = await graph.find_memories_by_subject(s, world.account_id, world.conversation_id, record.subject_key)
         with pytest.raises(NotFoundError):
             await graph.mark_memory_resolution(s, world.account_id, "nope", ResolutionStatus.RESOLVED)
     assert (marked.resolution, marked.repair_attempts) == (ResolutionStatus.HASH_MISMATCH, 2)
-    assert [m.id for m in found] == [record.id]
 
 
-async def test_derived_memory_takes_its_graph_fields_from_the_artifact(world: World) -> None:
+async def test_related_live_memories_are_found_by_subject_or_shared_fact(world: World) -> None:
+    tag = world.account_id
+    same_subject = memory(world, f"s1-{tag}", subject_key=f"crm:{tag}")
+    replaced = memory(world, f"s0-{tag}", subject_key=f"crm:{tag}")
+    shares_a_fact = memory(world, f"f1-{tag}", subject_key=f"billing:{tag}",
+                           payload={"facts": {f"C-{tag}.email": "a@x.io", f"C-{tag}.plan": "pro"}})
+    unrelated = memory(world, f"u1-{tag}", subject_key=f"other:{tag}", payload={"facts": {"D-9.email": "d@x.io"}})
+    async with world.sessions() as s, s.begin():
+        for record in (replaced, same_subject, shares_a_fact, unrelated):
+            await graph.insert_tool_memory(s, world.account_id, world.conversation_id, record)
+        await graph.set_superseded(s, world.account_id, replaced.id, same_subject.id)
+        found, statuses = await graph.related_live_memories(
+            s, world.account_id, world.conversation_id, f"crm:{tag}", (f"C-{tag}.email", "Z.unknown"))
+        by_subject_only, _ = await graph.related_live_memories(s, world.account_id, world.conversation_id,
+                                                               f"crm:{tag}")
+        other_account, _ = await graph.related_live_memories(s, "another-account", world.conversation_id,
+                                                             f"crm:{tag}", (f"C-{tag}.email",))
+    # Superseded memories are not live; a memory sharing no subject and no fact key is not related.
+    assert [m.id for m in found] == [same_subject.id, shares_a_fact.id]
+    assert [m.id for m in by_subject_only] == [same_subject.id]
+    assert other_account == [] and statuses == {}
+
+
+async def test_a_memory_record_takes_its_graph_fields_from_the_artifact(world: World) -> None:
     payload = b"name,total\nacme,12\nglobex,30\n"
     async with world.sessions() as s, s.begin():
         call = await graph.record_tool_call(
@@ -79,12 +100,16 @@ async def test_derived_memory_takes_its_graph_fields_from_the_artifact(world: Wo
             ToolSpec(name="read_sheet"), artifact.id, {"sheet": "Q3"}, ToolCallStatus.SUCCEEDED,
             payload, "text/csv", NOW,
         )
-        stored = await graph.insert_derived_memory(s, world.account_id, artifact.id, draft)
+        record = memory_record(draft, artifact, memory_id=f"dm-{world.account_id}")
+        stored = await graph.insert_tool_memory(s, world.account_id, world.conversation_id, record)
+        related, statuses = await graph.related_live_memories(s, world.account_id, world.conversation_id,
+                                                              draft.subject_key)
     assert stored.source_artifact_ids == (artifact.id,)
     assert (stored.branch_id, stored.owner_participant_id, stored.privacy) == (
         world.root_branch_id, world.assistant_id, PrivacyClass.OAUTH,
     )
     assert stored.summary == draft.summary and stored.observed_at == artifact.captured_at
+    assert stored.id in [m.id for m in related] and statuses[artifact.id] is ToolCallStatus.SUCCEEDED
 
 
 async def test_user_memories_skill_states_and_checkpoints(world: World) -> None:

@@ -7,11 +7,12 @@ import re
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
+from alembic.script import ScriptDirectory
 from sqlalchemy import CheckConstraint, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from policy.enums import UNRESOLVED_STATUSES
-from store.migrate import upgrade_async
+from store.migrate import alembic_config, upgrade_async
 from store.models import metadata
 from store.models.tools import PINNED_TOOL_CALL_SQL
 
@@ -39,7 +40,7 @@ async def test_migrations_are_at_head_and_rerunnable(engine: AsyncEngine) -> Non
         trigger = await connection.scalar(
             text("SELECT tgname FROM pg_trigger WHERE tgname = 'branches_no_cycle'")
         )
-    assert version == "0002"
+    assert version == ScriptDirectory.from_config(alembic_config()).get_current_head()
     assert set(metadata.tables) <= tables
     assert trigger == "branches_no_cycle"
 

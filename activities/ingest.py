@@ -1,0 +1,419 @@
+"""Ingest: the one path by which a tool call and its result enter Dossier.
+
+For live agent turns, answered deferred calls, subagent reports and imported
+trajectories alike:
+
+1. :func:`begin_tool_call` records the call as the model made it (idempotent
+   on the provider's call id), with visibility from the runtime mode and
+   privacy from the tool spec;
+2. the tool runs, or waits (:func:`defer_tool_call`), or fails an attempt
+   (:func:`record_attempt_failure`);
+3. :func:`ingest_tool_result` stores the raw bytes exactly as returned (inline
+   or in S3 by size, hashed, replay tokens counted), settles the call's
+   status, derives the compact memory from the bytes it holds, links it to
+   the live memories it supersedes or contradicts, and stores it: one
+   transaction, once per tool call. A repeated ingest of the same call
+   returns what the first one wrote and writes nothing.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from activities.deps import EXACT_TOKEN_COUNT_MAX_BYTES, GraphDeps
+from activities.errors import ToolOutcomeError
+from policy.derive import decode_payload, derive_memory, memory_record
+from policy.enums import PrivacyClass, PromotionPolicy, RuntimeKind, ToolCallStatus, VisibilityScope
+from policy.links import links_for
+from policy.records import ArtifactRecord, ToolCallRecord, ToolMemoryRecord
+from policy.tools import default_visibility
+from store import tool_memories
+from store import tools as tool_store
+from store.branches import get_branch, load_lineage
+from store.errors import NotFoundError
+from store.payloads import capture_artifact, read_artifact_payload
+
+_MEMORY_NAMESPACE = uuid.UUID("5b0f3c1e-6f55-4d8e-9a61-0d0551e4d001")
+
+CALL_ERROR_MAX_CHARS = 16_000
+"""A failed call keeps at most this much error text on its row (head and
+tail); the artifact keeps all of it."""
+
+
+def memory_id_for(artifact_id: str) -> str:
+    """The id of the memory derived from ``artifact_id`` (stable across retries)."""
+    return str(uuid.uuid5(_MEMORY_NAMESPACE, f"tool-memory:{artifact_id}"))
+
+
+class ToolOutcome(BaseModel):
+    """How one tool execution ended, with its raw output."""
+
+    model_config = ConfigDict(frozen=True)
+    status: ToolCallStatus
+    """``succeeded`` or ``failed``."""
+    result: bytes
+    """The raw result, or the error text of a failed call, untruncated."""
+    content_type: str = "application/octet-stream"
+    attempts: int = 1
+
+
+@dataclass(frozen=True)
+class Ingested:
+    """What :func:`ingest_tool_result` stored for one tool call."""
+
+    artifact: ArtifactRecord
+    """The raw result's metadata (the bytes are inline or in S3)."""
+    memory: ToolMemoryRecord
+    """The compact memory derived from it, with its links."""
+
+
+async def begin_tool_call(
+    deps: GraphDeps,
+    account_id: str,
+    conversation_id: str,
+    branch_id: str,
+    participant_id: str,
+    *,
+    call_id: str,
+    name: str,
+    arguments: Mapping[str, Any],
+    runtime_kind: RuntimeKind,
+    model_run_id: str | None = None,
+    at: datetime | None = None,
+    visibility: VisibilityScope | None = None,
+    privacy: PrivacyClass | None = None,
+    shared_with: Sequence[str] = (),
+    retry_critical: bool | None = None,
+) -> ToolCallRecord:
+    """Record a tool call the model made, before it runs.
+
+    Args:
+        deps: graph dependencies.
+        account_id: the owning account.
+        conversation_id: the conversation.
+        branch_id: the branch the call was made on.
+        participant_id: the participant whose model made the call.
+        call_id: the provider's tool-call id (the idempotency key).
+        name: the tool.
+        arguments: the arguments as the model wrote them.
+        runtime_kind: the runtime mode (decides default visibility).
+        model_run_id: the model run that made the call.
+        at: when the call was made.
+        visibility: overrides the runtime mode's default visibility.
+        privacy: overrides the tool spec's privacy class.
+        shared_with: participants that may see the call's state.
+        retry_critical: overrides the tool spec's retry-critical flag.
+
+    Returns:
+        The recorded call (the existing one if ``call_id`` was seen before).
+    """
+    spec = deps.catalog.spec(name)
+    async with deps.sessions() as session, session.begin():
+        return await tool_store.record_tool_call(
+            session,
+            account_id,
+            conversation_id,
+            branch_id,
+            participant_id,
+            call_id=call_id,
+            name=name,
+            arguments=dict(arguments),
+            model_run_id=model_run_id,
+            retry_critical=spec.retry_critical if retry_critical is None else retry_critical,
+            visibility=visibility or default_visibility(runtime_kind),
+            shared_with=shared_with,
+            privacy=privacy or spec.privacy,
+            runtime_kind=runtime_kind,
+            at=at,
+        )
+
+
+async def defer_tool_call(
+    deps: GraphDeps, account_id: str, tool_call_id: str, waiting_for: str, at: datetime | None = None
+) -> ToolCallRecord:
+    """Mark a call as waiting on something outside the agent (a user, a webhook)."""
+    async with deps.sessions() as session, session.begin():
+        return await tool_store.update_tool_call(
+            session, account_id, tool_call_id, status=ToolCallStatus.DEFERRED, waiting_for=waiting_for, at=at
+        )
+
+
+async def record_attempt_failure(
+    deps: GraphDeps,
+    account_id: str,
+    tool_call_id: str,
+    *,
+    attempt: int,
+    error: str,
+    final: bool,
+    at: datetime | None = None,
+) -> ToolCallRecord:
+    """Append a failed attempt to the call's history.
+
+    A non-final failure leaves the call ``retrying``; the final one makes it
+    ``failed`` and keeps the error as the call's ``last_error``, the text the
+    policy preserves verbatim for retry-critical calls.
+    """
+    status = ToolCallStatus.FAILED if final else ToolCallStatus.RETRYING
+    async with deps.sessions() as session, session.begin():
+        return await tool_store.update_tool_call(
+            session, account_id, tool_call_id, status=status, attempt=attempt, error=call_error_text(error), at=at
+        )
+
+
+def call_error_text(text: str) -> str:
+    """The error text a failed call keeps: all of it, or its head and tail."""
+    if len(text) <= CALL_ERROR_MAX_CHARS:
+        return text
+    head, tail = text[: CALL_ERROR_MAX_CHARS // 4], text[-(CALL_ERROR_MAX_CHARS * 3 // 4) :]
+    cut = len(text) - len(head) - len(tail)
+    return f"{head}\n[{cut} chars omitted here; the artifact holds the full error]\n{tail}"
+
+
+def replay_tokens(deps: GraphDeps, raw: bytes) -> tuple[int, bool]:
+    """Tokens the raw result costs in transcript replay, and whether it is exact."""
+    if len(raw) > EXACT_TOKEN_COUNT_MAX_BYTES:
+        return len(raw) // 4, False
+    return deps.counter(decode_payload(raw)), True
+
+
+async def ingest_tool_result(
+    deps: GraphDeps,
+    account_id: str,
+    tool_call_id: str,
+    outcome: ToolOutcome,
+    **capture: Any,
+) -> Ingested:
+    """Capture a tool's raw result, settle the call, and derive and link its memory, once.
+
+    Args:
+        deps: graph dependencies.
+        account_id: the owning account.
+        tool_call_id: the call (row id) whose result this is.
+        outcome: status and raw bytes, untruncated.
+        **capture: the keyword arguments of :func:`capture_tool_result` (capture time,
+            promotion, provider, model, active skills, tool version, runtime metadata,
+            retry-critical flag).
+
+    Returns:
+        The artifact and its memory. A repeated ingest of the same call returns
+        the first artifact and memory and changes nothing.
+
+    Raises:
+        ToolOutcomeError: the outcome's status is not a final one.
+        NotFoundError: unknown tool call.
+        PayloadTooLargeError: the payload exceeds the artifact store's limit.
+    """
+    _check_final(outcome)
+    # Counted before the transaction opens: a large payload takes a while, and needs no connection.
+    tokens = replay_tokens(deps, outcome.result)
+    async with deps.sessions() as session, session.begin():
+        artifact, call, fresh = await _capture(deps, session, account_id, tool_call_id, outcome, tokens, **capture)
+        if not fresh:
+            return Ingested(artifact, await _stored_memory(deps, session, account_id, artifact))
+        memory = await _derive(deps, session, account_id, artifact, dict(call.arguments), outcome.result)
+        return Ingested(artifact, memory)
+
+
+async def ingested_result(deps: GraphDeps, account_id: str, tool_call_id: str) -> Ingested | None:
+    """What an earlier ingest stored for a tool call, or ``None`` when its result is not captured yet.
+
+    Args:
+        deps: graph dependencies.
+        account_id: the owning account.
+        tool_call_id: the call (row id).
+
+    Returns:
+        The artifact and its memory.
+
+    Raises:
+        NotFoundError: unknown tool call.
+    """
+    async with deps.sessions() as session, session.begin():
+        try:
+            artifact = await tool_store.get_artifact_for_tool_call(session, account_id, tool_call_id)
+        except NotFoundError:
+            await tool_store.get_tool_call(session, account_id, tool_call_id)  # an unknown call is an error
+            return None
+        return Ingested(artifact, await _stored_memory(deps, session, account_id, artifact))
+
+
+async def capture_tool_result(
+    deps: GraphDeps,
+    account_id: str,
+    tool_call_id: str,
+    outcome: ToolOutcome,
+    **capture: Any,
+) -> ArtifactRecord:
+    """Capture a raw result and settle the call without deriving a memory of it.
+
+    For results whose model-facing memory is built elsewhere: a subagent's
+    report is captured for provenance, and :mod:`activities.promotion` writes
+    the parent's memory of it. Every other result goes through
+    :func:`ingest_tool_result`.
+
+    Args:
+        deps: graph dependencies.
+        account_id: the owning account.
+        tool_call_id: the call (row id) whose result this is.
+        outcome: status and raw bytes, untruncated.
+        **capture: as for :func:`ingest_tool_result`.
+
+    Returns:
+        The artifact (the first one, on a repeated capture).
+    """
+    _check_final(outcome)
+    tokens = replay_tokens(deps, outcome.result)
+    async with deps.sessions() as session, session.begin():
+        artifact, _, _ = await _capture(deps, session, account_id, tool_call_id, outcome, tokens, **capture)
+        return artifact
+
+
+def _check_final(outcome: ToolOutcome) -> None:
+    if outcome.status not in (ToolCallStatus.SUCCEEDED, ToolCallStatus.FAILED):
+        raise ToolOutcomeError(f"cannot capture a {outcome.status.value} outcome; only succeeded or failed")
+
+
+async def _capture(
+    deps: GraphDeps,
+    session: AsyncSession,
+    account_id: str,
+    tool_call_id: str,
+    outcome: ToolOutcome,
+    tokens: tuple[int, bool],
+    *,
+    captured_at: datetime | None = None,
+    promotion: PromotionPolicy = PromotionPolicy.NONE,
+    provider: str | None = None,
+    model: str | None = None,
+    active_skills: Sequence[str] = (),
+    tool_version: str | None = None,
+    runtime_meta: Mapping[str, Any] | None = None,
+    retry_critical: bool | None = None,
+) -> tuple[ArtifactRecord, ToolCallRecord | None, bool]:
+    """Store the raw bytes and settle the call, in the caller's transaction.
+
+    Args:
+        deps: graph dependencies.
+        session: the caller's session (inside its transaction).
+        account_id: the owning account.
+        tool_call_id: the call (row id) whose result this is.
+        outcome: status and raw bytes, untruncated.
+        tokens: the result's replay tokens and whether the count is exact (:func:`replay_tokens`).
+        captured_at: capture time (the workflow's time in live runs).
+        promotion: ``on_completion`` for a subagent child's results.
+        provider: provider of the calling model.
+        model: the calling model.
+        active_skills: skills active when the tool ran.
+        tool_version: version of the tool implementation.
+        runtime_meta: free-form runtime details.
+        retry_critical: mark the call retry-critical (a failure the model must
+            see verbatim until it is resolved); ``None`` keeps the call's flag.
+
+    Returns:
+        ``(artifact, call, fresh)``: ``fresh`` is false (and ``call`` ``None``) when
+        the call was captured before; nothing is written then.
+    """
+    try:
+        return await tool_store.get_artifact_for_tool_call(session, account_id, tool_call_id), None, False
+    except NotFoundError:
+        pass
+    result_tokens, exact = tokens
+    call = await tool_store.get_tool_call(session, account_id, tool_call_id)
+    spec = deps.catalog.spec(call.name)
+    error = call_error_text(decode_payload(outcome.result)) if outcome.status is ToolCallStatus.FAILED else None
+    artifact = await capture_artifact(
+        session,
+        deps.artifacts,
+        account_id,
+        tool_call_id,
+        outcome.result,
+        content_type=outcome.content_type,
+        inline_max=deps.inline_max_bytes,
+        result_tokens=result_tokens,
+        status=outcome.status,
+        error=error,
+        promotion=promotion,
+        provider=provider,
+        model=model,
+        active_skills=list(active_skills),
+        tool_profile=spec.name,
+        tool_version=tool_version or spec.version,
+        runtime_meta={**(runtime_meta or {}), "result_tokens_exact": exact},
+        captured_at=captured_at,
+    )
+    await tool_store.update_tool_call(
+        session,
+        account_id,
+        tool_call_id,
+        status=outcome.status,
+        attempt=outcome.attempts,
+        error=error,
+        retry_critical=retry_critical,
+        at=captured_at,
+    )
+    return artifact, call, True
+
+
+async def _derive(
+    deps: GraphDeps,
+    session: AsyncSession,
+    account_id: str,
+    artifact: ArtifactRecord,
+    arguments: dict[str, Any],
+    raw: bytes,
+) -> ToolMemoryRecord:
+    """Derive, link and store the memory of ``artifact`` from the bytes just captured."""
+    conversation_id = (await get_branch(session, account_id, artifact.branch_id)).conversation_id
+    spec = deps.catalog.spec(artifact.tool_name)
+    draft = derive_memory(spec, artifact.id, arguments, artifact.status, raw, artifact.content_type,
+                          artifact.captured_at)
+    related, statuses = await tool_memories.related_live_memories(
+        session, account_id, conversation_id, draft.subject_key, tuple(draft.payload.get("facts", {}))
+    )
+    lineage = await load_lineage(session, account_id, artifact.branch_id)
+    supersedes, conflicts = links_for(draft, artifact, lineage, related, statuses)
+    memory = memory_record(draft, artifact, memory_id=memory_id_for(artifact.id), supersedes=supersedes,
+                           conflicts_with=conflicts)
+    return await tool_memories.insert_tool_memory(session, account_id, conversation_id, memory)
+
+
+async def _stored_memory(
+    deps: GraphDeps, session: AsyncSession, account_id: str, artifact: ArtifactRecord
+) -> ToolMemoryRecord:
+    """The memory of an artifact captured earlier.
+
+    Ingest writes both in one transaction, so the memory is there; an artifact
+    captured without one (by a version that derived in a second step, which a
+    crash could interrupt) gets it derived now from its verified stored bytes.
+    """
+    try:
+        return await tool_memories.get_tool_memory(session, account_id, memory_id_for(artifact.id))
+    except NotFoundError:
+        pass
+    call = await tool_store.get_tool_call(session, account_id, artifact.tool_call_id)
+    raw = await read_artifact_payload(session, deps.artifacts, account_id, artifact.id)
+    return await _derive(deps, session, account_id, artifact, dict(call.arguments), raw)
+
+
+__all__ = [
+    "CALL_ERROR_MAX_CHARS",
+    "Ingested",
+    "ToolOutcome",
+    "begin_tool_call",
+    "call_error_text",
+    "capture_tool_result",
+    "defer_tool_call",
+    "ingest_tool_result",
+    "ingested_result",
+    "memory_id_for",
+    "record_attempt_failure",
+    "replay_tokens",
+]
