@@ -22,15 +22,25 @@ from pydantic import Field
 from policy.enums import FreshnessClass, ToolCallStatus
 from policy.errors import DerivationError
 from policy.records import ArtifactRecord, Locator, Record, ToolMemoryRecord, canonical_json
-from policy.summarise import is_free_text, json_summary, scalar, summary_budget, text_summary
+from policy.summarise import (
+    FIELD_SEPARATOR,
+    HEADER_CLOSE,
+    HEADER_OPEN,
+    is_free_text,
+    json_summary,
+    scalar,
+    summary_budget,
+    text_summary,
+)
 from policy.tools import ResultKind, ToolSpec
 
 FILE_CONTENT_TYPE = "application/vnd.dossier.file+json"
 """Content type of a generated-file handle ``{"name", "bytes", "sha256", "uri"}``."""
 
-# Summary shapes. The scripted model (activities/providers/scripted/lines.py) parses
-# them back with patterns built from these; the subagent ones are what
-# activities/promotion.py writes when it promotes a child's results.
+# Summary shapes. The scripted model (activities/providers/scripted/lines.py, and
+# scripts/readings.py for the CSV summary) parses them back with patterns built from
+# these; the subagent ones are what activities/promotion.py writes when it promotes a
+# child's results. A JSON result's summary punctuation is policy.summarise's.
 RESULT_SEPARATOR = " → "
 """``<title> → <summary>``: a result's summary follows its title."""
 FAILED_SEPARATOR = " FAILED: "
@@ -47,6 +57,16 @@ SUBAGENT_OUTCOMES = ("succeeded", "failed", "timed out")
 PROMOTED_PREFIX = "from subagent "
 """``from subagent <name>: <summary>``: a file handle or failure promoted from a subagent."""
 PROMOTED_SEPARATOR = ": "
+CSV_ROWS = " rows × "
+"""``<n> rows × <m> cols [<names>]; <column> sum <total>``: a CSV summary's shape, then
+up to three sums, all joined by :data:`~policy.summarise.FIELD_SEPARATOR`."""
+CSV_COLUMNS = " cols"
+"""Follows a CSV summary's column count; the names follow in a header
+(:data:`~policy.summarise.HEADER_OPEN` ... :data:`~policy.summarise.HEADER_CLOSE`)."""
+CSV_NAME_SEPARATOR = ","
+"""Joins the column names of a CSV summary's header."""
+CSV_SUM = " sum "
+"""``<column> sum <total>``: the exact total of a numeric CSV column."""
 TITLE_VALUE_CHARS = 40
 """Each argument value in a title is clipped to this many characters."""
 TITLE_ARGS_CHARS = 100
@@ -332,10 +352,10 @@ def _csv_summary(text: str, artifact_id: str) -> tuple[str, dict[str, Any], tupl
             totals[column] = str(total)
             ranges[column] = [str(min(values)), str(max(values))]
             if len(stats) < 3:
-                stats.append(f"{column} sum {total}")
-    summary = f"{len(body)} rows × {len(header)} cols [{','.join(header)}]"
-    if stats:
-        summary += "; " + "; ".join(stats)
+                stats.append(f"{column}{CSV_SUM}{total}")
+    names = CSV_NAME_SEPARATOR.join(header)
+    shape = f"{len(body)}{CSV_ROWS}{len(header)}{CSV_COLUMNS}{HEADER_OPEN}{names}{HEADER_CLOSE}"
+    summary = FIELD_SEPARATOR.join([shape, *stats])
     payload = {"rows": len(body), "columns": header, "sums": totals, "ranges": ranges}
     return summary, payload, (Locator(artifact_id=artifact_id, kind="rows", start=1, end=max(len(body), 1)),)
 

@@ -21,6 +21,10 @@ within a character budget:
 
 Output depends only on the payload, the spec and the budget: no dict-order
 surprises (JSON object order is part of the bytes) and no randomness.
+
+The summary's punctuation (:data:`FIELD_SEPARATOR`, :data:`LIST_HEAD_SEPARATOR`,
+:data:`LEFT_OUT_ITEMS`, ...) is defined here once: whatever reads summaries
+back builds its patterns from these constants.
 """
 
 from __future__ import annotations
@@ -63,6 +67,42 @@ ITEM_FIELDS = 3
 
 MAX_ITEMS = 8
 """Items shown per list, at most."""
+
+# The summary's punctuation. The scripted model (activities/providers/scripted/scripts/readings.py)
+# reads summaries back with patterns built from these, so a change here is made once.
+FIELD_SEPARATOR = "; "
+"""Joins the parts of a record's summary: ``total=12; groups: 3 [...] — ...; status=ok``."""
+KEY_VALUE_SEPARATOR = "="
+"""Between a scalar field's key and its value: ``total=12``."""
+LABEL_SEPARATOR = ": "
+"""After the label of a list or nested record: ``groups: 3 ...``, ``owner: id=7, name=Ann``."""
+PAIR_SEPARATOR = ", "
+"""Joins the ``k=v`` pairs of a nested record and of a table's common fields."""
+LIST_LABEL = "items"
+"""The label of a result that is itself a list (``items: 4 [path|rows] — ...``); the
+tool declares its item fields as ``items.<field>`` (or plainly as ``<field>``)."""
+COMMON_OPEN = " (all "
+"""Opens the fields every record of a table shares, said once: ``items: 3 (all from=Ann) [...]``."""
+COMMON_CLOSE = ")"
+"""Closes the common fields."""
+HEADER_OPEN = " ["
+"""Opens a table's header of column names: ``items: 3 [id|name] — ...``."""
+HEADER_CLOSE = "]"
+"""Closes a table's header."""
+CELL_SEPARATOR = "|"
+"""Joins the column names of a header and the cells of a row (a ``|`` inside a value reads ``/``)."""
+LIST_HEAD_SEPARATOR = " — "
+"""Ends a list's head (its length, common fields and header); its items follow."""
+ROW_SEPARATOR = FIELD_SEPARATOR
+"""Joins a table's rows (the same as :data:`FIELD_SEPARATOR`: a row ends where a field could)."""
+LEFT_OUT_OPEN = " (+"
+"""Opens the count of what a summary left out: `` (+3 more)``, `` (+2 fields in raw)``."""
+LEFT_OUT_CLOSE = ")"
+"""Closes the count of what was left out."""
+LEFT_OUT_ITEMS = " more"
+"""What a list's count of left-out items says: ``a, b (+3 more)``."""
+LEFT_OUT_FIELDS = " fields in raw"
+"""What a record's count of left-out fields says (they stay in the raw artifact)."""
 
 # Key tiers, best first. A key takes the first tier one of whose patterns it matches.
 _TIERS: tuple[re.Pattern[str], ...] = (
@@ -192,16 +232,30 @@ def _table(label: str, items: list[dict[str, Any]], declared: list[str], room: i
     a header and ``|``-separated cells keep every value at a fraction of it.
     """
     common = _common_fields(items, declared)
-    shared = ", ".join(f"{k}={scalar(v)}" for k, v in common.items())
+    shared = PAIR_SEPARATOR.join(_pair(k, v) for k, v in common.items())
     rows = [{k: v for k, v in item.items() if k not in common} for item in items]
     columns = _columns(rows, declared)
-    head = f"{label}: {len(items)}" + (f" (all {shared})" if shared else "")
+    head = f"{label}{LABEL_SEPARATOR}{len(items)}" + (f"{COMMON_OPEN}{shared}{COMMON_CLOSE}" if shared else "")
     if not columns:
         return head
-    head += f" [{'|'.join(columns)}] — "
-    cells = ("|".join(scalar(row[k]).replace("|", "/") if _is_scalar(row.get(k)) else "" for k in columns)
-             for row in rows)
-    return _fit(head, cells, len(rows), "; ", room)
+    head += f"{HEADER_OPEN}{CELL_SEPARATOR.join(columns)}{HEADER_CLOSE}{LIST_HEAD_SEPARATOR}"
+    cells = (CELL_SEPARATOR.join(_cell(row.get(k)) for k in columns) for row in rows)
+    return _fit(head, cells, len(rows), ROW_SEPARATOR, room)
+
+
+def _cell(value: Any) -> str:
+    """A table cell: the scalar with :data:`CELL_SEPARATOR` read as ``/``; empty for a missing or nested value."""
+    return scalar(value).replace(CELL_SEPARATOR, "/") if _is_scalar(value) else ""
+
+
+def _pair(key: str, value: Any) -> str:
+    """``key=value``: a scalar field as a summary shows it."""
+    return f"{key}{KEY_VALUE_SEPARATOR}{scalar(value)}"
+
+
+def _left_out(count: int, what: str) -> str:
+    """`` (+3 more)``: how many items or fields a summary left out."""
+    return f"{LEFT_OUT_OPEN}{count}{what}{LEFT_OUT_CLOSE}"
 
 
 def _fit(head: str, texts: Iterable[str], total: int, sep: str, room: int) -> str:
@@ -212,12 +266,12 @@ def _fit(head: str, texts: Iterable[str], total: int, sep: str, room: int) -> st
     shown: list[str] = []
     for text in islice(texts, MAX_ITEMS * 2):
         more = total - len(shown) - 1
-        tail = f" (+{more} more)" if more else ""
+        tail = _left_out(more, LEFT_OUT_ITEMS) if more else ""
         if shown and len(head) + len(sep.join([*shown, text])) + len(tail) > room:
             break
         shown.append(text)
     hidden = total - len(shown)
-    return head + sep.join(shown) + (f" (+{hidden} more)" if hidden else "")
+    return head + sep.join(shown) + (_left_out(hidden, LEFT_OUT_ITEMS) if hidden else "")
 
 
 def keyed_records(value: dict[str, Any]) -> list[dict[str, Any]] | None:
@@ -236,10 +290,11 @@ def keyed_records(value: dict[str, Any]) -> list[dict[str, Any]] | None:
 def list_part(label: str, items: list[Any], declared: list[str], room: int) -> str:
     """A list within ``room`` chars: records as a table, scalars as ``label: N — a, b (+k more)``."""
     if not items:
-        return f"{label}: none"
+        return f"{label}{LABEL_SEPARATOR}none"
     if all(isinstance(item, dict) for item in items):
         return _table(label, items, declared, room)
-    return _fit(f"{label}: {len(items)} — ", (scalar(item) for item in items), len(items), ", ", room)
+    head = f"{label}{LABEL_SEPARATOR}{len(items)}{LIST_HEAD_SEPARATOR}"
+    return _fit(head, (scalar(item) for item in items), len(items), ", ", room)
 
 
 def json_summary(
@@ -264,7 +319,7 @@ def json_summary(
     """
     if isinstance(data, list):
         # A top-level list's item fields are declared as ``items.<field>`` or plainly as ``<field>``.
-        return list_part("items", data, _declared(fields, "items") or _declared(fields, ""), budget)
+        return list_part(LIST_LABEL, data, _declared(fields, LIST_LABEL) or _declared(fields, ""), budget)
     if not isinstance(data, dict):
         return scalar(data)
     declared = _declared(fields, "")
@@ -295,20 +350,21 @@ def json_summary(
             inner = _declared(fields, key)
             keys = [k for k in _ranked_keys(value, inner)
                     if _is_scalar(value[k]) and (k in inner or not is_free_text(value[k], k))]
-            text = f"{key}: " + ", ".join(f"{k}={scalar(value[k])}" for k in keys[: max(len(inner), ITEM_FIELDS)])
+            pairs = PAIR_SEPARATOR.join(_pair(k, value[k]) for k in keys[: max(len(inner), ITEM_FIELDS)])
+            text = f"{key}{LABEL_SEPARATOR}{pairs}"
         else:
-            text = f"{key}={scalar(value)}"
-        if parts and used + len(text) + 2 > budget and key not in declared:
+            text = _pair(key, value)
+        if parts and used + len(text) + len(FIELD_SEPARATOR) > budget and key not in declared:
             omitted += 1
             continue
         parts.append((order[key], text))
-        used += len(text) + 2
+        used += len(text) + len(FIELD_SEPARATOR)
     # Declared fields read in the declared order, the rest in the payload's order.
     declared_rank = {key: index for index, key in enumerate(declared)}
     parts.sort(key=lambda part: (0, declared_rank[_key_of(part[1])]) if _key_of(part[1]) in declared_rank
                else (1, part[0]))
-    summary = "; ".join(text for _, text in parts)
-    return summary + (f" (+{omitted} fields in raw)" if omitted else "")
+    summary = FIELD_SEPARATOR.join(text for _, text in parts)
+    return summary + (_left_out(omitted, LEFT_OUT_FIELDS) if omitted else "")
 
 
 def _key_of(text: str) -> str:
@@ -342,10 +398,26 @@ def text_summary(text: str) -> str:
 
 
 __all__ = [
+    "CELL_SEPARATOR",
+    "COMMON_CLOSE",
+    "COMMON_OPEN",
+    "FIELD_SEPARATOR",
     "FREE_TEXT_CHARS",
+    "HEADER_CLOSE",
+    "HEADER_OPEN",
     "ITEM_FIELDS",
+    "KEY_VALUE_SEPARATOR",
+    "LABEL_SEPARATOR",
+    "LEFT_OUT_CLOSE",
+    "LEFT_OUT_FIELDS",
+    "LEFT_OUT_ITEMS",
+    "LEFT_OUT_OPEN",
+    "LIST_HEAD_SEPARATOR",
+    "LIST_LABEL",
     "MAX_ITEMS",
     "MAX_VALUE_CHARS",
+    "PAIR_SEPARATOR",
+    "ROW_SEPARATOR",
     "SUMMARY_CHARS",
     "SUMMARY_MAX_CHARS",
     "SUMMARY_SHARE",

@@ -14,12 +14,10 @@ from collections import Counter
 
 from activities.providers.scripted.context import ContextView, MemoryLine
 from activities.providers.scripted.scripts.analysis import DEFAULT_TASK_FILE
-from activities.providers.scripted.scripts.readings import csv_shape
+from activities.providers.scripted.scripts.readings import csv_shape, field
 from activities.providers.scripted.scripts.steps import CSV_PATH, Reply, Turn, advance, call, first_sentence
 
 PICK_PROMPT = "Which CSV file should I analyse?"
-
-_PICKED_PATH = re.compile(r"(?:^|[;{,] ?)path=(?P<path>[^;,}\s]+)")
 
 
 # --------------------------------------------------------------------------- picker
@@ -37,10 +35,9 @@ def picker(turn: Turn) -> Reply:
         return reply
     if picked.memory is None:
         return Reply(text=f"You answered {picked.cite}, but your answer is not in my context.")
-    found = _PICKED_PATH.search(picked.memory.result)
-    if not found:
+    path = field(picked.memory.result, "path")
+    if not path:
         return Reply(text=f"Your answer {picked.cite} names no file path, so I cannot read a file yet.")
-    path = found.group("path")
     read = view.progress("workspace.read_csv", path=path)
     if (reply := advance(turn, read, "workspace.read_csv", {"path": path}, f"read {path}")) is not None:
         return reply

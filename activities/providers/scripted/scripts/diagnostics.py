@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from activities.providers.scripted.scripts.readings import field
 from activities.providers.scripted.scripts.steps import Reply, Turn, advance, retry_requested
 
 DEFAULT_FAIL_TIMES = 2
@@ -19,7 +20,6 @@ _FAIL_TIMES = re.compile(r"(?P<a>\d+)\s*(?:times?|failures?|attempts?)\b|\bfail\
 _SECONDS = re.compile(
     r"(?P<n>\d+(?:\.\d+)?)\s*(?:s|sec|secs|seconds?)\b|\bsleep\w*\s+(?:for\s+)?(?P<m>\d+(?:\.\d+)?)", re.IGNORECASE
 )
-_FIELD = r"(?:^|; ){}=(?P<v>[^;\s]+)"
 
 
 def fail_times(text: str) -> int:
@@ -37,11 +37,6 @@ def sleep_seconds(text: str) -> int | float:
     return int(value) if value.is_integer() else value
 
 
-def _field(summary: str, name: str) -> str | None:
-    found = re.search(_FIELD.format(re.escape(name)), summary)
-    return found.group("v") if found else None
-
-
 def flaky(turn: Turn) -> Reply:
     """Call ``diag.flaky`` and report whether the retries recovered."""
     times = fail_times(turn.view.latest_user_text())
@@ -57,7 +52,7 @@ def flaky(turn: Turn) -> Reply:
         return reply
     if progress.memory is None:
         return Reply(text=f"diag.flaky finished {progress.cite}, but its result is not in my context.")
-    attempts = _field(progress.memory.result, "attempts") or "?"
+    attempts = field(progress.memory.result, "attempts") or "?"
     return Reply(text=(
         f"diag.flaky succeeded on attempt {attempts} {progress.memory.cite} after {times} planned transient "
         "failure(s): the retries recovered."
@@ -72,7 +67,7 @@ def sleeper(turn: Turn) -> Reply:
         return reply
     if progress.memory is None:
         return Reply(text=f"diag.sleep finished {progress.cite}, but its result is not in my context.")
-    slept = _field(progress.memory.result, "slept") or str(seconds)
+    slept = field(progress.memory.result, "slept") or str(seconds)
     return Reply(text=f"Slept {slept} s {progress.memory.cite}, heartbeating throughout.")
 
 
