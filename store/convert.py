@@ -1,6 +1,10 @@
 """ORM rows to records. Every conversion happens inside the caller's session,
 on columns already loaded: nothing here can trigger I/O.
 
+A record takes every column of the row that has a field of the same name
+(:func:`_record`); pydantic turns column strings into the records' enums and
+arrays into tuples. Only what is not a plain column is written out here.
+
 Records loaded for a snapshot (``snapshot_seq``) show the graph as it was at
 that ``seq``: a tool call's state comes from the last history entry at or
 before it, and links to memories written later (supersession, conflicts) are
@@ -10,24 +14,18 @@ if the graph moved on in between.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar
 
-from policy.enums import (
-    FreshnessClass,
-    MessageRole,
-    PrivacyClass,
-    PromotionPolicy,
-    ResolutionStatus,
-    RuntimeKind,
-    ToolCallStatus,
-    VisibilityScope,
-)
+from pydantic import BaseModel
+from sqlalchemy import inspect as sa_inspect
+
+from policy.enums import ToolCallStatus
 from policy.records import (
     ArtifactRecord,
     CheckpointRecord,
     ContextAssemblyRecord,
-    Locator,
     MessageRecord,
     ParticipantRecord,
     PolicyDecisionRecord,
@@ -38,6 +36,7 @@ from policy.records import (
     UserMemoryRecord,
 )
 from store.models import (
+    Base,
     Branch,
     ContextAssembly,
     ContinuationCheckpoint,
@@ -54,43 +53,40 @@ from store.models import (
 )
 from store.records import AssemblyTimings, BranchRecord, ConversationRecord, ModelRunRecord, StoredContextAssembly
 
+R = TypeVar("R", bound=BaseModel)
+
+
+@functools.cache
+def _shared_columns(record_type: type[BaseModel], model: type[Base]) -> tuple[str, ...]:
+    """The record's fields that are columns of the model, by name."""
+    columns = {attribute.key for attribute in sa_inspect(model).column_attrs}
+    return tuple(name for name in record_type.model_fields if name in columns)
+
+
+def _record(record_type: type[R], row: Base, **fields: Any) -> R:
+    """``record_type`` from the row's columns of the same names, with ``fields`` on top.
+
+    A column given in ``fields`` is not read from the row (a deferred column, such
+    as an assembly's messages, would raise instead of loading).
+    """
+    values = {name: getattr(row, name) for name in _shared_columns(record_type, type(row)) if name not in fields}
+    values.update(fields)
+    return record_type.model_validate(values)
+
 
 def to_conversation(row: Conversation) -> ConversationRecord:
     """Convert a conversation row."""
-    return ConversationRecord(
-        id=row.id,
-        account_id=row.account_id,
-        title=row.title,
-        root_branch_id=row.root_branch_id or "",
-        snapshot_seq=row.next_seq - 1,
-        created_at=row.created_at,
-    )
+    return _record(ConversationRecord, row, root_branch_id=row.root_branch_id or "", snapshot_seq=row.next_seq - 1)
 
 
 def to_branch(row: Branch) -> BranchRecord:
     """Convert a branch row."""
-    return BranchRecord(
-        id=row.id,
-        conversation_id=row.conversation_id,
-        name=row.name,
-        parent_branch_id=row.parent_branch_id,
-        fork_message_id=row.fork_message_id,
-        fork_seq=row.fork_seq,
-        created_at=row.created_at,
-    )
+    return _record(BranchRecord, row)
 
 
 def to_participant(row: Participant) -> ParticipantRecord:
     """Convert a participant row."""
-    return ParticipantRecord(
-        id=row.id,
-        name=row.name,
-        role=row.role,  # type: ignore[arg-type]  # CHECK constraint keeps it in the Literal
-        provider=row.provider,
-        model=row.model,
-        system_prompt=row.system_prompt,
-        parent_participant_id=row.parent_participant_id,
-    )
+    return _record(ParticipantRecord, row)
 
 
 def tool_call_requests(calls: list[Any]) -> tuple[ToolCallRequest, ...]:
@@ -102,20 +98,7 @@ def tool_call_requests(calls: list[Any]) -> tuple[ToolCallRequest, ...]:
 
 def to_message(row: Message) -> MessageRecord:
     """Convert a message row."""
-    return MessageRecord(
-        id=row.id,
-        branch_id=row.branch_id,
-        seq=row.seq,
-        role=MessageRole(row.role),
-        content=row.content,
-        author_participant_id=row.author_participant_id,
-        speaker_label=row.speaker_label,
-        is_directive=row.is_directive,
-        tool_calls=tool_call_requests(row.tool_calls),
-        model_run_id=row.model_run_id,
-        visibility=VisibilityScope(row.visibility),
-        shared_with=tuple(row.shared_with),
-    )
+    return _record(MessageRecord, row, tool_calls=tool_call_requests(row.tool_calls))
 
 
 def tool_call_state(row: ToolCall, snapshot_seq: int | None = None) -> dict[str, Any]:
@@ -151,50 +134,12 @@ def tool_call_state(row: ToolCall, snapshot_seq: int | None = None) -> dict[str,
 
 def to_tool_call(row: ToolCall, snapshot_seq: int | None = None) -> ToolCallRecord:
     """Convert a tool-call row, as of ``snapshot_seq`` (now when ``None``)."""
-    return ToolCallRecord(
-        id=row.id,
-        call_id=row.call_id,
-        name=row.name,
-        arguments=row.arguments,
-        branch_id=row.branch_id,
-        seq=row.seq,
-        participant_id=row.participant_id,
-        model_run_id=row.model_run_id,
-        runtime_kind=RuntimeKind(row.runtime_kind),
-        visibility=VisibilityScope(row.visibility),
-        shared_with=tuple(row.shared_with),
-        privacy=PrivacyClass(row.privacy),
-        **tool_call_state(row, snapshot_seq),
-    )
+    return _record(ToolCallRecord, row, **tool_call_state(row, snapshot_seq))
 
 
 def to_artifact(row: ToolArtifact) -> ArtifactRecord:
     """Convert an artifact row (metadata only; the payload is never loaded here)."""
-    return ArtifactRecord(
-        id=row.id,
-        tool_call_id=row.tool_call_id,
-        call_id=row.call_id,
-        tool_name=row.tool_name,
-        status=ToolCallStatus(row.status),
-        branch_id=row.branch_id,
-        seq=row.seq,
-        owner_participant_id=row.owner_participant_id,
-        model_run_id=row.model_run_id,
-        runtime_kind=RuntimeKind(row.runtime_kind),
-        visibility=VisibilityScope(row.visibility),
-        shared_with=tuple(row.shared_with),
-        privacy=PrivacyClass(row.privacy),
-        content_type=row.content_type,
-        sha256=row.sha256,
-        result_bytes=row.result_bytes,
-        arguments_bytes=row.arguments_bytes,
-        storage=row.storage,  # type: ignore[arg-type]  # CHECK constraint keeps it in the Literal
-        storage_key=row.storage_key,
-        result_tokens=row.result_tokens,
-        tool_version=row.tool_version,
-        captured_at=row.captured_at,
-        promotion=PromotionPolicy(row.promotion),
-    )
+    return _record(ArtifactRecord, row)
 
 
 def to_tool_memory(
@@ -226,117 +171,33 @@ def to_tool_memory(
         supersedes = tuple(m for m in supersedes if visible(m))
         if row.superseded_seq is None or row.superseded_seq > snapshot_seq:
             superseded_by = None
-    return ToolMemoryRecord(
-        id=row.id,
-        branch_id=row.branch_id,
-        seq=row.seq,
-        owner_participant_id=row.owner_participant_id,
-        model_run_id=row.model_run_id,
-        runtime_kind=RuntimeKind(row.runtime_kind),
-        source_artifact_ids=tuple(row.source_artifact_ids),
-        source_tool=row.source_tool,
-        subject_key=row.subject_key,
-        title=row.title,
-        summary=row.summary,
-        payload=row.payload,
-        confidence=row.confidence,
-        confidence_source=row.confidence_source,
-        rationale=row.rationale,
-        limitations=row.limitations,
-        visibility=VisibilityScope(row.visibility),
-        shared_with=tuple(row.shared_with),
-        privacy=PrivacyClass(row.privacy),
-        freshness=FreshnessClass(row.freshness),
-        observed_at=row.observed_at,
-        stale_after=row.stale_after,
-        revalidate_with=tuple(row.revalidate_with),
-        locators=tuple(Locator.model_validate(loc) for loc in row.locators),
-        resolution=ResolutionStatus(row.resolution),
-        repair_attempts=row.repair_attempts,
-        conflicts_with=conflicts,
-        supersedes=supersedes,
-        superseded_by=superseded_by,
-        promotion=PromotionPolicy(row.promotion),
-        promoted_from=tuple(row.promoted_from),
-    )
+    return _record(ToolMemoryRecord, row, conflicts_with=conflicts, supersedes=supersedes,
+                   superseded_by=superseded_by)
 
 
 def to_user_memory(row: UserMemory) -> UserMemoryRecord:
     """Convert a user-memory row."""
-    return UserMemoryRecord(
-        id=row.id,
-        seq=row.seq,
-        text=row.text,
-        privacy=PrivacyClass(row.privacy),
-        participant_id=row.participant_id,
-    )
+    return _record(UserMemoryRecord, row)
 
 
 def to_skill_state(row: SkillState) -> SkillStateRecord:
     """Convert a skill-state row."""
-    return SkillStateRecord(
-        id=row.id,
-        branch_id=row.branch_id,
-        seq=row.seq,
-        participant_id=row.participant_id,
-        skill=row.skill,
-        state=row.state,
-        active=row.active,
-        visibility=VisibilityScope(row.visibility),
-        privacy=PrivacyClass(row.privacy),
-    )
+    return _record(SkillStateRecord, row)
 
 
 def to_checkpoint(row: ContinuationCheckpoint) -> CheckpointRecord:
     """Convert a continuation-checkpoint row."""
-    return CheckpointRecord(
-        id=row.id,
-        branch_id=row.branch_id,
-        seq=row.seq,
-        participant_id=row.participant_id,
-        kind=row.kind,  # type: ignore[arg-type]  # CHECK constraint keeps it in the Literal
-        state=row.state,
-        references=tuple(row.references),
-        model_run_id=row.model_run_id,
-        visibility=VisibilityScope(row.visibility),
-        privacy=PrivacyClass(row.privacy),
-    )
+    return _record(CheckpointRecord, row)
 
 
 def to_model_run(row: ModelRun) -> ModelRunRecord:
     """Convert a model-run row."""
-    return ModelRunRecord(
-        id=row.id,
-        conversation_id=row.conversation_id,
-        branch_id=row.branch_id,
-        participant_id=row.participant_id,
-        runtime_kind=RuntimeKind(row.runtime_kind),
-        status=row.status,  # type: ignore[arg-type]  # CHECK constraint keeps it in the Literal
-        provider=row.provider,
-        model=row.model,
-        message_id=row.message_id,
-        workflow_id=row.workflow_id,
-        parent_model_run_id=row.parent_model_run_id,
-        context_assembly_id=row.context_assembly_id,
-        error=row.error,
-        usage=row.usage,
-        started_at=row.started_at,
-        finished_at=row.finished_at,
-    )
+    return _record(ModelRunRecord, row)
 
 
 def to_decision(row: PolicyDecision) -> PolicyDecisionRecord:
     """Convert a policy-decision row."""
-    return PolicyDecisionRecord.model_validate(
-        {
-            "kind": row.kind,
-            "subject_ref": row.subject_ref,
-            "outcome": row.outcome,
-            "reason": row.reason,
-            "omission": row.omission,
-            "policy_version": row.policy_version,
-        }
-    )
+    return _record(PolicyDecisionRecord, row)
 
 
 def to_stored_assembly(
@@ -345,34 +206,11 @@ def to_stored_assembly(
     messages: list[dict[str, Any]] | None = None,
 ) -> StoredContextAssembly:
     """Convert an assembly row and its decision rows."""
-    record = ContextAssemblyRecord(
-        policy_version=row.policy_version,
-        assembler_version=row.assembler_version,
-        snapshot_seq=row.snapshot_seq,
-        legacy_message_count=row.legacy_message_count,
-        assembled_message_count=row.assembled_message_count,
-        legacy_tokens=row.legacy_tokens,
-        assembled_tokens=row.assembled_tokens,
-        token_budget=row.token_budget,
-        selected_refs=tuple(row.selected_refs),
-        rehydrated_refs=tuple(row.rehydrated_refs),
-        omitted_counts=dict(row.omitted_counts),
-        content_sha256=row.content_sha256,
-    )
-    return StoredContextAssembly(
-        id=row.id,
-        conversation_id=row.conversation_id,
-        branch_id=row.branch_id,
-        participant_id=row.participant_id,
-        model_run_id=row.model_run_id,
-        runtime_kind=RuntimeKind(row.runtime_kind),
-        provider_route=row.provider_route,
-        generation_at=row.generation_at,
-        record=record,
+    return _record(
+        StoredContextAssembly,
+        row,
+        record=_record(ContextAssemblyRecord, row),
         decisions=tuple(to_decision(d) for d in decisions),
         messages=None if messages is None else tuple(messages),
-        timings=AssemblyTimings(
-            graph_query_ms=row.graph_query_ms, policy_ms=row.policy_ms, serialise_ms=row.serialise_ms
-        ),
-        created_at=row.created_at,
+        timings=_record(AssemblyTimings, row),
     )
