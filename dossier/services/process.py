@@ -20,8 +20,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import psutil
+from pydantic import BaseModel
 
 from dossier.services.errors import ServiceConfigError, ServiceStartError, ServiceStopError, ServiceTimeoutError
 
@@ -45,6 +47,43 @@ class ProcessHandle:
 
     pid: int
     create_time: float
+
+
+class ProcessRecord(BaseModel):
+    """What ``services.json`` remembers about a service's background process."""
+
+    pid: int | None = None
+    """Process id while running."""
+
+    create_time: float | None = None
+    """Process start time, to tell our process from a recycled pid."""
+
+    @property
+    def handle(self) -> ProcessHandle | None:
+        """The process handle, if a process was recorded."""
+        if self.pid is None or self.create_time is None:
+            return None
+        return ProcessHandle(self.pid, self.create_time)
+
+    def is_running(self) -> bool:
+        """Tell whether the recorded process still runs."""
+        return self.handle is not None and is_alive(self.handle)
+
+
+def stop_recorded(record_type: type[ProcessRecord], record: dict[str, Any] | None) -> bool:
+    """Stop the process a state-file record names (SIGTERM, then SIGKILL).
+
+    Args:
+        record_type: the service's record model.
+        record: the record from the state file, if any.
+
+    Returns:
+        True if a process was running and has been stopped.
+    """
+    old = record_type.model_validate(record) if record else None
+    if old is None or old.handle is None:
+        return False
+    return terminate(old.handle)
 
 
 def find_binary(name: str) -> Path:

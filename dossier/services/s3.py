@@ -27,18 +27,16 @@ from typing import Any
 import urllib3
 from minio import Minio
 from minio.error import MinioException
-from pydantic import BaseModel
-
 from dossier.services.errors import ServiceConfigError, ServiceStartError
 from dossier.services.models import ServiceStatus
 from dossier.services.process import (
     LOCALHOST,
-    ProcessHandle,
+    ProcessRecord,
     find_binary,
     free_port_block,
-    is_alive,
     port_is_free,
     spawn,
+    stop_recorded,
     terminate,
     wait_healthy,
 )
@@ -52,14 +50,8 @@ START_TIMEOUT = 30.0
 logger = logging.getLogger(__name__)
 
 
-class S3Record(BaseModel):
+class S3Record(ProcessRecord):
     """What `services.json` remembers about the embedded SeaweedFS."""
-
-    pid: int | None = None
-    """Process id while running."""
-
-    create_time: float | None = None
-    """Process start time, to tell our process from a recycled pid."""
 
     base_port: int
     """First of the ten consecutive ports; S3 answers on base_port + 6."""
@@ -74,17 +66,6 @@ class S3Record(BaseModel):
     def endpoint(self) -> str:
         """S3 `host:port`."""
         return f"{LOCALHOST}:{self.base_port + S3_PORT_OFFSET}"
-
-    @property
-    def handle(self) -> ProcessHandle | None:
-        """The process handle, if a process was recorded."""
-        if self.pid is None or self.create_time is None:
-            return None
-        return ProcessHandle(self.pid, self.create_time)
-
-    def is_running(self) -> bool:
-        """Tell whether the recorded process still runs."""
-        return self.handle is not None and is_alive(self.handle)
 
 
 def folder(settings: Settings) -> Path:
@@ -251,10 +232,7 @@ def stop(settings: Settings, record: dict[str, Any] | None) -> bool:
     Returns:
         True if a server was running and has been stopped.
     """
-    old = S3Record.model_validate(record) if record else None
-    if old is None or old.handle is None:
-        return False
-    return terminate(old.handle)
+    return stop_recorded(S3Record, record)
 
 
 def status(settings: Settings, record: dict[str, Any] | None) -> ServiceStatus:

@@ -14,17 +14,15 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
-
 from dossier.services.models import ServiceStatus
 from dossier.services.process import (
     LOCALHOST,
-    ProcessHandle,
+    ProcessRecord,
     find_binary,
     free_ports,
-    is_alive,
     port_is_free,
     spawn,
+    stop_recorded,
     terminate,
     wait_healthy,
 )
@@ -36,14 +34,8 @@ START_TIMEOUT = 30.0
 logger = logging.getLogger(__name__)
 
 
-class TemporalRecord(BaseModel):
+class TemporalRecord(ProcessRecord):
     """What `services.json` remembers about the embedded Temporal dev server."""
-
-    pid: int | None = None
-    """Process id while running."""
-
-    create_time: float | None = None
-    """Process start time, to tell our process from a recycled pid."""
 
     port: int
     """Frontend gRPC port (what clients and workers connect to)."""
@@ -66,17 +58,6 @@ class TemporalRecord(BaseModel):
     def ui_url(self) -> str:
         """Web UI URL."""
         return f"http://{LOCALHOST}:{self.ui_port}"
-
-    @property
-    def handle(self) -> ProcessHandle | None:
-        """The process handle, if a process was recorded."""
-        if self.pid is None or self.create_time is None:
-            return None
-        return ProcessHandle(self.pid, self.create_time)
-
-    def is_running(self) -> bool:
-        """Tell whether the recorded process still runs."""
-        return self.handle is not None and is_alive(self.handle)
 
 
 def folder(settings: Settings) -> Path:
@@ -185,10 +166,7 @@ def stop(settings: Settings, record: dict[str, Any] | None) -> bool:
     Returns:
         True if a server was running and has been stopped.
     """
-    old = TemporalRecord.model_validate(record) if record else None
-    if old is None or old.handle is None:
-        return False
-    return terminate(old.handle)
+    return stop_recorded(TemporalRecord, record)
 
 
 def status(settings: Settings, record: dict[str, Any] | None) -> ServiceStatus:

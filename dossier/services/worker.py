@@ -14,11 +14,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
-
 from contracts import TASK_QUEUE
 from dossier.services.models import Endpoints, ServiceStatus
-from dossier.services.process import ProcessHandle, is_alive, spawn, terminate, wait_healthy
+from dossier.services.process import ProcessRecord, spawn, stop_recorded, terminate, wait_healthy
 from dossier.settings import Settings
 
 NAME = "worker"
@@ -27,23 +25,10 @@ READY_LINE = "worker polling"
 """What the worker logs (``dossier.runtime.run_worker``) once it polls the task queue."""
 
 
-class WorkerRecord(BaseModel):
+class WorkerRecord(ProcessRecord):
     """What `services.json` remembers about the embedded worker."""
 
-    pid: int | None = None
-    create_time: float | None = None
     task_queue: str = TASK_QUEUE
-
-    @property
-    def handle(self) -> ProcessHandle | None:
-        """The process handle, if a process was recorded."""
-        if self.pid is None or self.create_time is None:
-            return None
-        return ProcessHandle(self.pid, self.create_time)
-
-    def is_running(self) -> bool:
-        """Tell whether the recorded process still runs."""
-        return self.handle is not None and is_alive(self.handle)
 
 
 def folder(settings: Settings) -> Path:
@@ -109,10 +94,7 @@ def start(settings: Settings, record: dict[str, Any] | None, endpoints: Endpoint
 
 def stop(settings: Settings, record: dict[str, Any] | None) -> bool:
     """Stop the worker (SIGTERM lets it finish its current activity tasks, then SIGKILL)."""
-    old = WorkerRecord.model_validate(record) if record else None
-    if old is None or old.handle is None:
-        return False
-    return terminate(old.handle)
+    return stop_recorded(WorkerRecord, record)
 
 
 def status(settings: Settings, record: dict[str, Any] | None) -> ServiceStatus:
