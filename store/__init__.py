@@ -6,6 +6,8 @@ Modules::
     store.conversations, store.branches, store.messages, store.tools,
     store.tool_memories, store.user_memories, store.skills, store.checkpoints,
     store.candidates, store.assemblies   the functions, by entity
+    store.bulk         GraphBatch: many nodes of a conversation in one seq block
+                       and one COPY per table; account deletion; ANALYZE
     store.payloads     inline-or-S3 capture and verified reads of tool payloads
     store.artifacts    ArtifactStore: content-addressed objects over the S3 API
     store.records      records for what the policy core does not model

@@ -1,7 +1,8 @@
-"""Helpers shared by the query modules: error translation, ids, ``seq`` allocation.
+"""Helpers shared by the query modules: error translation, ids, ``seq`` allocation, ``COPY``.
 
 :func:`translate_errors` is the one place where SQLAlchemy/asyncpg exceptions
-become :mod:`store.errors` types.
+become :mod:`store.errors` types (:func:`copy_rows`, the one statement that
+goes to the driver directly, maps its errors the same way).
 """
 
 from __future__ import annotations
@@ -9,12 +10,13 @@ from __future__ import annotations
 import functools
 import re
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, ParamSpec, TypeVar
 
+import asyncpg
+from sqlalchemy import Table, select, update
 from sqlalchemy import exc as sa_exc
-from sqlalchemy import select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -88,12 +90,46 @@ def translate(error: sa_exc.SQLAlchemyError) -> StoreError | None:
     pg = _pg_error(error)
     sqlstate = getattr(pg, "sqlstate", None) or getattr(error.orig, "sqlstate", None)
     message = getattr(pg, "message", None) or str(error.orig)
+    mapped = _translate_postgres(
+        pg,
+        sqlstate,
+        message,
+        lost=error.connection_invalidated,
+        integrity=isinstance(error, sa_exc.IntegrityError),
+    )
+    if mapped is None and isinstance(error, (sa_exc.OperationalError, sa_exc.InterfaceError)):
+        return TransientStoreError(f"database unavailable: {message}")
+    return mapped
+
+
+def translate_driver_error(error: BaseException) -> StoreError | None:
+    """The store error for an exception the asyncpg connection raised itself.
+
+    For the few statements that bypass SQLAlchemy (``COPY`` in
+    :func:`copy_rows`); the mapping is :func:`translate`'s.
+
+    Args:
+        error: the exception raised by the driver.
+
+    Returns:
+        A :class:`StoreError` to raise in its place, or ``None`` to re-raise it as is.
+    """
+    sqlstate = getattr(error, "sqlstate", None)
+    if sqlstate is None:
+        return None
+    message = getattr(error, "message", None) or str(error)
+    return _translate_postgres(error, sqlstate, message, lost=False, integrity=sqlstate.startswith("23"))
+
+
+def _translate_postgres(
+    pg: BaseException | None, sqlstate: str | None, message: str, *, lost: bool, integrity: bool
+) -> StoreError | None:
     if sqlstate == BRANCH_CYCLE_SQLSTATE:
         branch_ids = (getattr(pg, "detail", None) or "").split(",")
         return BranchCycleError([b for b in branch_ids if b], message)
-    if error.connection_invalidated or sqlstate in _TRANSIENT_SQLSTATES or (sqlstate or "").startswith("08"):
+    if lost or sqlstate in _TRANSIENT_SQLSTATES or (sqlstate or "").startswith("08"):
         return TransientStoreError(f"database unavailable: {message}")
-    if isinstance(error, sa_exc.IntegrityError):
+    if integrity:
         detail = getattr(pg, "detail", None) or ""
         match = _FK_DETAIL.search(detail)
         if sqlstate == "23503" and match is not None:
@@ -101,8 +137,6 @@ def translate(error: sa_exc.SQLAlchemyError) -> StoreError | None:
             return NotFoundError(kind, match["vals"].split(", ")[-1])
         constraint = getattr(pg, "constraint_name", None)
         return IntegrityViolation(f"{message} [{constraint}] {detail}".strip())
-    if isinstance(error, (sa_exc.OperationalError, sa_exc.InterfaceError)):
-        return TransientStoreError(f"database unavailable: {message}")
     return None
 
 
@@ -152,16 +186,40 @@ async def allocate_seq(session: AsyncSession, account_id: str, conversation_id: 
     Raises:
         NotFoundError: the conversation does not exist in the account.
     """
-    seq = await session.scalar(
+    return await allocate_seqs(session, account_id, conversation_id, 1)
+
+
+async def allocate_seqs(session: AsyncSession, account_id: str, conversation_id: str, count: int) -> int:
+    """Take ``count`` consecutive ``seq`` values of a conversation in one statement.
+
+    The statement behind :func:`allocate_seq`, for bulk writes: the same
+    row lock, so the block is as much in commit order as a single ``seq``.
+
+    Args:
+        session: the caller's session (inside its transaction).
+        account_id: the owning account.
+        conversation_id: the conversation.
+        count: how many (0 takes none, but still checks and locks the conversation).
+
+    Returns:
+        The first ``seq`` of the block; the block is ``range(first, first + count)``.
+
+    Raises:
+        NotFoundError: the conversation does not exist in the account.
+        ValueError: a negative ``count``.
+    """
+    if count < 0:
+        raise ValueError(f"cannot allocate {count} seq values")
+    first = await session.scalar(
         update(Conversation)
         .where(Conversation.account_id == account_id, Conversation.id == conversation_id)
-        .values(next_seq=Conversation.next_seq + 1)
-        .returning(Conversation.next_seq - 1)
+        .values(next_seq=Conversation.next_seq + count)
+        .returning(Conversation.next_seq - count)
         .execution_options(synchronize_session=False)
     )
-    if seq is None:
+    if first is None:
         raise NotFoundError("conversation", conversation_id)
-    return int(seq)
+    return int(first)
 
 
 async def allocate_user_seq(session: AsyncSession, account_id: str) -> int:
@@ -241,3 +299,47 @@ async def insert_once(session: AsyncSession, model: type[M], values: dict[str, A
         pg_insert(model).values(**values).on_conflict_do_nothing().returning(model.id)  # type: ignore[attr-defined]
     )
     return result.first() is not None
+
+
+async def copy_rows(session: AsyncSession, table: Table, rows: Sequence[Mapping[str, Any]]) -> int:
+    """Write rows into ``table`` with ``COPY``, inside the session's transaction.
+
+    The columns are the table's own, in table order, restricted to the keys of
+    the first row (every row must have the same keys; the others get their
+    server defaults). Values go through each column type's bind processor,
+    so they arrive as a SQLAlchemy ``INSERT`` would send them.
+
+    Args:
+        session: the caller's session (inside its transaction).
+        table: the table, from a model (``Model.__table__``).
+        rows: column values by column key.
+
+    Returns:
+        The number of rows written.
+
+    Raises:
+        NotFoundError: a row references a row that does not exist (foreign key).
+        IntegrityViolation: a row breaks another constraint (duplicate id ...).
+    """
+    if not rows:
+        return 0
+    connection = await session.connection()
+    # The asyncpg adapter opens its transaction lazily, on the first statement
+    # it runs itself: without one, COPY on the raw connection would autocommit.
+    await connection.exec_driver_sql("SELECT 1")
+    dialect = connection.dialect
+    columns = [column for column in table.columns if column.key in rows[0]]
+    process = [(column.key, column.type.bind_processor(dialect)) for column in columns]
+    records = [tuple(fn(row[key]) if fn else row[key] for key, fn in process) for row in rows]
+    driver = (await connection.get_raw_connection()).driver_connection
+    assert driver is not None  # a checked-out connection always has one
+    try:
+        await driver.copy_records_to_table(
+            table.name, records=records, columns=[column.name for column in columns], schema_name=table.schema
+        )
+    except asyncpg.PostgresError as error:
+        mapped = translate_driver_error(error)
+        if mapped is None:
+            raise
+        raise mapped from error
+    return len(records)

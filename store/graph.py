@@ -7,6 +7,7 @@ gathers them.
 """
 
 from store.assemblies import get_context_assembly, list_context_assemblies, save_context_assembly
+from store.bulk import GraphBatch
 from store.branches import fork_branch, get_branch, list_branches, load_lineage, reparent_branch
 from store.candidates import DEFAULT_LIMITS, CandidateLimits, load_candidates
 from store.conversations import (
@@ -58,6 +59,7 @@ __all__ = [
     "DEFAULT_LIMITS",
     "INLINE_PAYLOAD_MAX",
     "CandidateLimits",
+    "GraphBatch",
     "add_conflict",
     "add_participant",
     "append_message",
