@@ -151,7 +151,7 @@ class TurnActivities:
     @sorted_failures
     async def call_model(self, request: CallModelInput) -> ModelStepResult:
         """Call the participant's model on the persisted assembly; record its answer or tool calls."""
-        scope, account = request.scope, request.scope.account_id
+        account = request.scope.account_id
         try:
             async with self.deps.sessions() as session:
                 participant = await conversations.get_participant(session, account, request.participant_id)

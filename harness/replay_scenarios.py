@@ -58,27 +58,24 @@ async def branch_send(dossier: DossierClient, temporal: Client) -> str:
 
 async def continue_as_new(dossier: DossierClient, temporal: Client) -> str:
     """A tool loop longer than ``rounds_per_run``: checkpoint, continue as new, restore, answer."""
-    conversation, branch = await dossier.new_conversation("continue as new")
-    scope = Scope(account_id=dossier.account_id, conversation_id=conversation, branch_id=branch)
-    participant = await dossier.participant(scope, "scripted:analyst")
-    message_id = await dossier.say(scope, ANALYSIS)
-    handle = await temporal.start_workflow(
-        WorkflowName.AGENT_TURN, TurnInput(scope=scope, participant_id=participant, rounds_per_run=2),
-        id=f"turn-{message_id}", task_queue=TASK_QUEUE, result_type=TurnResult)
-    _check(await handle.result(), "answered")
-    return handle.id
+    return await _analysis_turn(dossier, temporal, "continue as new", "answered", rounds_per_run=2)
 
 
 async def max_rounds(dossier: DossierClient, temporal: Client) -> str:
     """A turn that runs out of model calls before the model answers."""
-    conversation, branch = await dossier.new_conversation("max rounds")
+    return await _analysis_turn(dossier, temporal, "max rounds", "max_rounds", max_rounds=2)
+
+
+async def _analysis_turn(dossier: DossierClient, temporal: Client, title: str, expected: str, **turn: int) -> str:
+    """The analyst's turn on a new conversation, started with ``turn`` settings the client does not expose."""
+    conversation, branch = await dossier.new_conversation(title)
     scope = Scope(account_id=dossier.account_id, conversation_id=conversation, branch_id=branch)
     participant = await dossier.participant(scope, "scripted:analyst")
     message_id = await dossier.say(scope, ANALYSIS)
     handle = await temporal.start_workflow(
-        WorkflowName.AGENT_TURN, TurnInput(scope=scope, participant_id=participant, max_rounds=2),
+        WorkflowName.AGENT_TURN, TurnInput(scope=scope, participant_id=participant, **turn),
         id=f"turn-{message_id}", task_queue=TASK_QUEUE, result_type=TurnResult)
-    _check(await handle.result(), "max_rounds")
+    _check(await handle.result(), expected)
     return handle.id
 
 

@@ -40,7 +40,6 @@ statistics after a large write.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -53,21 +52,19 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.types import String
 
 from policy.enums import (
-    MessageRole,
     PrivacyClass,
-    PromotionPolicy,
     RuntimeKind,
     ToolCallStatus,
     VisibilityScope,
 )
-from policy.records import ArtifactRecord, ToolCallRequest, ToolMemoryRecord
+from policy.records import ArtifactRecord, ToolMemoryRecord
 from store._sql import allocate_seqs, copy_rows, new_id, translate_errors, utcnow
-from store.errors import IntegrityViolation, NotFoundError, PayloadTooLargeError
-from store.messages import _tool_call_json
+from store.errors import IntegrityViolation, NotFoundError
+from store.messages import message_values
 from store.models import Base, Message, ModelRun, ToolArtifact, ToolCall, ToolMemory
 from store.records import ModelRunStatus
 from store.tool_memories import add_conflict, set_superseded
-from store.tools import INLINE_PAYLOAD_MAX, _history_entry
+from store.tools import _history_entry, artifact_values
 
 logger = logging.getLogger(__name__)
 
@@ -139,34 +136,13 @@ class GraphBatch:
 
     # ------------------------------------------------------------------ transcript
 
-    def append_message(
-        self,
-        branch_id: str,
-        *,
-        role: MessageRole,
-        content: str,
-        author_participant_id: str | None = None,
-        speaker_label: str | None = None,
-        is_directive: bool = False,
-        model_run_id: str | None = None,
-        visibility: VisibilityScope = VisibilityScope.BRANCH,
-        shared_with: Sequence[str] = (),
-        tool_calls: Sequence[ToolCallRequest | Mapping[str, Any]] = (),
-        message_id: str | None = None,
-    ) -> str:
-        """Queue :func:`store.messages.append_message`.
+    def append_message(self, branch_id: str, **message: Any) -> str:
+        """Queue :func:`store.messages.append_message` (``message``: its keyword arguments).
 
         Returns:
             The message id.
         """
-        row = self._node(Message, {
-            "id": message_id, "branch_id": branch_id, "seq": self._take_seq(),
-            "role": MessageRole(role).value, "content": content,
-            "author_participant_id": author_participant_id, "speaker_label": speaker_label,
-            "is_directive": is_directive, "model_run_id": model_run_id,
-            "visibility": VisibilityScope(visibility).value, "shared_with": list(shared_with),
-            "tool_calls": _tool_call_json(tool_calls),
-        })
+        row = self._node(Message, message_values(branch_id, self._take_seq(), **message))
         return row["id"]
 
     def start_model_run(
@@ -297,38 +273,11 @@ class GraphBatch:
                                              waiting_for=waiting_for, retry_critical=row["retry_critical"],
                                              at=row["updated_at"]))
 
-    def insert_artifact(
-        self,
-        tool_call_id: str,
-        *,
-        content_type: str,
-        sha256: str,
-        result_bytes: int,
-        arguments_bytes: int,
-        storage: Literal["inline", "object"],
-        storage_key: str | None = None,
-        inline_payload: bytes | None = None,
-        result_tokens: int = 0,
-        status: ToolCallStatus | None = None,
-        arguments: Mapping[str, Any] | None = None,
-        error: str | None = None,
-        visibility: VisibilityScope | None = None,
-        shared_with: Sequence[str] | None = None,
-        privacy: PrivacyClass | None = None,
-        active_skills: Sequence[Any] = (),
-        tool_profile: str | None = None,
-        provider: str | None = None,
-        model: str | None = None,
-        runtime_meta: Mapping[str, Any] | None = None,
-        tool_version: str | None = None,
-        captured_at: datetime | None = None,
-        promotion: PromotionPolicy = PromotionPolicy.NONE,
-        artifact_id: str | None = None,
-    ) -> str:
+    def insert_artifact(self, tool_call_id: str, **capture: Any) -> str:
         """Queue :func:`store.tools.insert_artifact` for a call recorded in this batch.
 
-        The same checks as the single-row capture; what is not given is
-        copied from the queued call as it stands when this is called.
+        ``capture`` holds its keyword arguments; the same checks apply, and what is
+        not given is copied from the queued call as it stands when this is called.
 
         Returns:
             The artifact id.
@@ -340,23 +289,7 @@ class GraphBatch:
             PayloadTooLargeError: inline bytes over :data:`store.tools.INLINE_PAYLOAD_MAX`.
         """
         call = self._queued(self._calls, "tool_call", tool_call_id)
-        _check_storage(storage, storage_key, inline_payload, sha256, result_bytes)
-        row = self._node(ToolArtifact, {
-            "id": artifact_id, "tool_call_id": call["id"], "call_id": call["call_id"], "tool_name": call["name"],
-            "status": ToolCallStatus(status or call["status"]).value,
-            "owner_participant_id": call["participant_id"], "model_run_id": call["model_run_id"],
-            "runtime_kind": call["runtime_kind"], "branch_id": call["branch_id"], "seq": self._take_seq(),
-            "visibility": VisibilityScope(visibility or call["visibility"]).value,
-            "shared_with": list(shared_with if shared_with is not None else call["shared_with"]),
-            "privacy": PrivacyClass(privacy or call["privacy"]).value, "content_type": content_type,
-            "arguments": dict(arguments if arguments is not None else call["arguments"]),
-            "sha256": sha256.lower(), "result_bytes": result_bytes, "arguments_bytes": arguments_bytes,
-            "result_tokens": result_tokens, "storage": storage, "storage_key": storage_key,
-            "inline_payload": inline_payload, "error": error, "active_skills": list(active_skills),
-            "tool_profile": tool_profile, "provider": provider, "model": model,
-            "runtime_meta": dict(runtime_meta or {}), "tool_version": tool_version,
-            "captured_at": captured_at or utcnow(), "promotion": PromotionPolicy(promotion).value,
-        })
+        row = self._node(ToolArtifact, artifact_values(call, self._take_seq(), **capture))
         self._artifacts[row["id"]] = row
         return row["id"]
 
@@ -473,23 +406,6 @@ class GraphBatch:
         logger.debug("bulk wrote %s into conversation %s (seq %d-%d)", counts, self.conversation_id, first,
                      first + self._seq - 1)
         return WrittenBatch(first_seq=first, last_seq=first + self._seq - 1, rows=counts, seqs=seqs)
-
-
-def _check_storage(
-    storage: str, storage_key: str | None, inline_payload: bytes | None, sha256: str, result_bytes: int
-) -> None:
-    if storage == "inline":
-        if inline_payload is None:
-            raise IntegrityViolation("inline storage needs inline_payload")
-        if len(inline_payload) > INLINE_PAYLOAD_MAX:
-            raise PayloadTooLargeError(f"{len(inline_payload)} bytes inline; maximum {INLINE_PAYLOAD_MAX}")
-        if hashlib.sha256(inline_payload).hexdigest() != sha256.lower() or len(inline_payload) != result_bytes:
-            raise IntegrityViolation("inline_payload does not match sha256/result_bytes")
-    elif storage == "object":
-        if not storage_key or inline_payload is not None:
-            raise IntegrityViolation("object storage needs storage_key and no inline_payload")
-    else:
-        raise IntegrityViolation(f"unknown storage {storage!r}")
 
 
 def _shifted(row: dict[str, Any], offset: int) -> dict[str, Any]:

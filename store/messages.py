@@ -26,6 +26,41 @@ def _tool_call_json(calls: Sequence[ToolCallRequest | Mapping[str, Any]]) -> lis
     return out
 
 
+def message_values(
+    branch_id: str,
+    seq: int,
+    *,
+    role: MessageRole,
+    content: str,
+    author_participant_id: str | None = None,
+    speaker_label: str | None = None,
+    is_directive: bool = False,
+    model_run_id: str | None = None,
+    visibility: VisibilityScope = VisibilityScope.BRANCH,
+    shared_with: Sequence[str] = (),
+    tool_calls: Sequence[ToolCallRequest | Mapping[str, Any]] = (),
+    message_id: str | None = None,
+) -> dict[str, Any]:
+    """A message row (without account and conversation): what :func:`append_message` and bulk writes insert.
+
+    The arguments are :func:`append_message`'s; ``seq`` is the one allocated for it.
+    """
+    return {
+        "id": message_id or new_id(),
+        "branch_id": branch_id,
+        "seq": seq,
+        "role": MessageRole(role).value,
+        "content": content,
+        "author_participant_id": author_participant_id,
+        "speaker_label": speaker_label,
+        "is_directive": is_directive,
+        "model_run_id": model_run_id,
+        "visibility": VisibilityScope(visibility).value,
+        "shared_with": list(shared_with),
+        "tool_calls": _tool_call_json(tool_calls),
+    }
+
+
 @translate_errors
 async def append_message(
     session: AsyncSession,
@@ -78,27 +113,13 @@ async def append_message(
         if existing is not None:
             return to_message(existing)
     seq = await allocate_seq(session, account_id, conversation_id)
-    message_id = message_id or new_id()
-    await insert_once(
-        session,
-        Message,
-        {
-            "id": message_id,
-            "account_id": account_id,
-            "conversation_id": conversation_id,
-            "branch_id": branch_id,
-            "seq": seq,
-            "role": MessageRole(role).value,
-            "content": content,
-            "author_participant_id": author_participant_id,
-            "speaker_label": speaker_label,
-            "is_directive": is_directive,
-            "model_run_id": model_run_id,
-            "visibility": VisibilityScope(visibility).value,
-            "shared_with": list(shared_with),
-            "tool_calls": _tool_call_json(tool_calls),
-        },
+    values = message_values(
+        branch_id, seq, role=role, content=content, author_participant_id=author_participant_id,
+        speaker_label=speaker_label, is_directive=is_directive, model_run_id=model_run_id,
+        visibility=visibility, shared_with=shared_with, tool_calls=tool_calls, message_id=message_id,
     )
+    message_id = values["id"]
+    await insert_once(session, Message, {**values, "account_id": account_id, "conversation_id": conversation_id})
     try:
         return await get_message(session, account_id, message_id)
     except NotFoundError:

@@ -263,6 +263,105 @@ async def _artifact_row(session: AsyncSession, account_id: str, tool_call_id: st
     )
 
 
+def check_storage(
+    storage: str, storage_key: str | None, inline_payload: bytes | None, sha256: str, result_bytes: int
+) -> None:
+    """Refuse storage fields that disagree, and inline bytes that do not match their hash or size.
+
+    Raises:
+        IntegrityViolation: the storage fields disagree, or the bytes do not match.
+        PayloadTooLargeError: inline bytes over :data:`INLINE_PAYLOAD_MAX`.
+    """
+    if storage == "inline":
+        if inline_payload is None:
+            raise IntegrityViolation("inline storage needs inline_payload")
+        if len(inline_payload) > INLINE_PAYLOAD_MAX:
+            raise PayloadTooLargeError(f"{len(inline_payload)} bytes inline; maximum {INLINE_PAYLOAD_MAX}")
+        if hashlib.sha256(inline_payload).hexdigest() != sha256.lower() or len(inline_payload) != result_bytes:
+            raise IntegrityViolation("inline_payload does not match sha256/result_bytes")
+    elif storage == "object":
+        if not storage_key or inline_payload is not None:
+            raise IntegrityViolation("object storage needs storage_key and no inline_payload")
+    else:
+        raise IntegrityViolation(f"unknown storage {storage!r}")
+
+
+def artifact_values(
+    call: ToolCall | Mapping[str, Any],
+    seq: int,
+    *,
+    content_type: str,
+    sha256: str,
+    result_bytes: int,
+    arguments_bytes: int,
+    storage: Literal["inline", "object"],
+    storage_key: str | None = None,
+    inline_payload: bytes | None = None,
+    result_tokens: int = 0,
+    status: ToolCallStatus | None = None,
+    arguments: Mapping[str, Any] | None = None,
+    error: str | None = None,
+    visibility: VisibilityScope | None = None,
+    shared_with: Sequence[str] | None = None,
+    privacy: PrivacyClass | None = None,
+    active_skills: Sequence[Any] = (),
+    tool_profile: str | None = None,
+    provider: str | None = None,
+    model: str | None = None,
+    runtime_meta: Mapping[str, Any] | None = None,
+    tool_version: str | None = None,
+    captured_at: datetime | None = None,
+    promotion: PromotionPolicy = PromotionPolicy.NONE,
+    artifact_id: str | None = None,
+) -> dict[str, Any]:
+    """The artifact row (without account and conversation) capturing ``call``'s result, checked.
+
+    What :func:`insert_artifact` and bulk writes insert. The arguments are
+    :func:`insert_artifact`'s; ``call`` is the tool-call row (or its queued
+    values), from which call id, tool, owner, run, branch and the defaults of
+    status, arguments, visibility and privacy are copied.
+
+    Raises:
+        IntegrityViolation: the storage fields disagree, or the inline bytes do not match.
+        PayloadTooLargeError: inline bytes over :data:`INLINE_PAYLOAD_MAX`.
+    """
+    check_storage(storage, storage_key, inline_payload, sha256, result_bytes)
+    of = call.__getitem__ if isinstance(call, Mapping) else lambda name: getattr(call, name)
+    return {
+        "id": artifact_id or new_id(),
+        "tool_call_id": of("id"),
+        "call_id": of("call_id"),
+        "tool_name": of("name"),
+        "status": ToolCallStatus(status or of("status")).value,
+        "owner_participant_id": of("participant_id"),
+        "model_run_id": of("model_run_id"),
+        "runtime_kind": of("runtime_kind"),
+        "branch_id": of("branch_id"),
+        "seq": seq,
+        "visibility": VisibilityScope(visibility or of("visibility")).value,
+        "shared_with": list(shared_with if shared_with is not None else of("shared_with")),
+        "privacy": PrivacyClass(privacy or of("privacy")).value,
+        "content_type": content_type,
+        "arguments": dict(arguments if arguments is not None else of("arguments")),
+        "sha256": sha256.lower(),
+        "result_bytes": result_bytes,
+        "arguments_bytes": arguments_bytes,
+        "result_tokens": result_tokens,
+        "storage": storage,
+        "storage_key": storage_key,
+        "inline_payload": inline_payload,
+        "error": error,
+        "active_skills": list(active_skills),
+        "tool_profile": tool_profile,
+        "provider": provider,
+        "model": model,
+        "runtime_meta": dict(runtime_meta or {}),
+        "tool_version": tool_version,
+        "captured_at": captured_at or utcnow(),
+        "promotion": PromotionPolicy(promotion).value,
+    }
+
+
 @translate_errors
 async def insert_artifact(
     session: AsyncSession,
@@ -341,59 +440,20 @@ async def insert_artifact(
     existing = await _artifact_row(session, account_id, tool_call_id)
     if existing is not None:
         return to_artifact(existing)
-    if storage == "inline":
-        if inline_payload is None:
-            raise IntegrityViolation("inline storage needs inline_payload")
-        if len(inline_payload) > INLINE_PAYLOAD_MAX:
-            raise PayloadTooLargeError(f"{len(inline_payload)} bytes inline; maximum {INLINE_PAYLOAD_MAX}")
-        if hashlib.sha256(inline_payload).hexdigest() != sha256.lower() or len(inline_payload) != result_bytes:
-            raise IntegrityViolation("inline_payload does not match sha256/result_bytes")
-    elif storage == "object":
-        if not storage_key or inline_payload is not None:
-            raise IntegrityViolation("object storage needs storage_key and no inline_payload")
-    else:
-        raise IntegrityViolation(f"unknown storage {storage!r}")
+    check_storage(storage, storage_key, inline_payload, sha256, result_bytes)  # before a seq is spent
     call = await get_row(session, ToolCall, account_id, tool_call_id)
-    seq = await allocate_seq(session, account_id, call.conversation_id)
-    await insert_once(
-        session,
-        ToolArtifact,
-        {
-            "id": artifact_id or new_id(),
-            "account_id": account_id,
-            "conversation_id": call.conversation_id,
-            "tool_call_id": call.id,
-            "call_id": call.call_id,
-            "tool_name": call.name,
-            "status": ToolCallStatus(status or call.status).value,
-            "owner_participant_id": call.participant_id,
-            "model_run_id": call.model_run_id,
-            "runtime_kind": call.runtime_kind,
-            "branch_id": call.branch_id,
-            "seq": seq,
-            "visibility": VisibilityScope(visibility or call.visibility).value,
-            "shared_with": list(shared_with if shared_with is not None else call.shared_with),
-            "privacy": PrivacyClass(privacy or call.privacy).value,
-            "content_type": content_type,
-            "arguments": dict(arguments if arguments is not None else call.arguments),
-            "sha256": sha256.lower(),
-            "result_bytes": result_bytes,
-            "arguments_bytes": arguments_bytes,
-            "result_tokens": result_tokens,
-            "storage": storage,
-            "storage_key": storage_key,
-            "inline_payload": inline_payload,
-            "error": error,
-            "active_skills": list(active_skills),
-            "tool_profile": tool_profile,
-            "provider": provider,
-            "model": model,
-            "runtime_meta": dict(runtime_meta or {}),
-            "tool_version": tool_version,
-            "captured_at": captured_at or utcnow(),
-            "promotion": PromotionPolicy(promotion).value,
-        },
+    values = artifact_values(
+        call, await allocate_seq(session, account_id, call.conversation_id),
+        content_type=content_type, sha256=sha256, result_bytes=result_bytes, arguments_bytes=arguments_bytes,
+        storage=storage, storage_key=storage_key, inline_payload=inline_payload, result_tokens=result_tokens,
+        status=status, arguments=arguments, error=error, visibility=visibility, shared_with=shared_with,
+        privacy=privacy, active_skills=active_skills, tool_profile=tool_profile, provider=provider,
+        model=model, runtime_meta=runtime_meta, tool_version=tool_version, captured_at=captured_at,
+        promotion=promotion, artifact_id=artifact_id,
     )
+    artifact_id = values["id"]
+    await insert_once(session, ToolArtifact,
+                      {**values, "account_id": account_id, "conversation_id": call.conversation_id})
     row = await _artifact_row(session, account_id, tool_call_id)
     if row is None:
         raise IntegrityViolation(f"artifact id {artifact_id!r} is taken")
