@@ -64,7 +64,7 @@ from store.messages import message_values
 from store.models import Base, Message, ModelRun, ToolArtifact, ToolCall, ToolMemory
 from store.records import ModelRunStatus
 from store.tool_memories import add_conflict, set_superseded
-from store.tools import _history_entry, artifact_values
+from store.tools import ArtifactCapture, _history_entry
 
 logger = logging.getLogger(__name__)
 
@@ -273,23 +273,20 @@ class GraphBatch:
                                              waiting_for=waiting_for, retry_critical=row["retry_critical"],
                                              at=row["updated_at"]))
 
-    def insert_artifact(self, tool_call_id: str, **capture: Any) -> str:
+    def insert_artifact(self, tool_call_id: str, capture: ArtifactCapture) -> str:
         """Queue :func:`store.tools.insert_artifact` for a call recorded in this batch.
 
-        ``capture`` holds its keyword arguments; the same checks apply, and what is
-        not given is copied from the queued call as it stands when this is called.
+        What ``capture`` does not give is copied from the queued call as it
+        stands when this is called.
 
         Returns:
             The artifact id.
 
         Raises:
             NotFoundError: the call was not recorded in this batch.
-            IntegrityViolation: the storage fields disagree, or the inline bytes
-                do not match ``sha256``/``result_bytes``.
-            PayloadTooLargeError: inline bytes over :data:`store.tools.INLINE_PAYLOAD_MAX`.
         """
         call = self._queued(self._calls, "tool_call", tool_call_id)
-        row = self._node(ToolArtifact, artifact_values(call, self._take_seq(), **capture))
+        row = self._node(ToolArtifact, capture.row(call, self._take_seq()))
         self._artifacts[row["id"]] = row
         return row["id"]
 

@@ -43,6 +43,7 @@ from store.messages import (
 from store.payloads import capture_artifact, read_artifact_payload
 from store.tools import (
     INLINE_PAYLOAD_MAX,
+    ArtifactCapture,
     get_artifact,
     get_artifact_arguments,
     get_artifact_for_tool_call,
@@ -58,6 +59,7 @@ from store.tools import (
 __all__ = [
     "DEFAULT_LIMITS",
     "INLINE_PAYLOAD_MAX",
+    "ArtifactCapture",
     "CandidateLimits",
     "GraphBatch",
     "add_conflict",

@@ -22,7 +22,7 @@ from store._sql import translate_errors
 from store.artifacts import ArtifactStore
 from store.errors import ArtifactIntegrityError, NotFoundError
 from store.models import ToolArtifact, ToolCall
-from store.tools import INLINE_PAYLOAD_MAX, get_artifact_for_tool_call, insert_artifact
+from store.tools import INLINE_PAYLOAD_MAX, ArtifactCapture, get_artifact_for_tool_call, insert_artifact
 
 
 @translate_errors
@@ -50,7 +50,7 @@ async def capture_artifact(
         payload: the raw result bytes.
         content_type: their MIME type.
         inline_max: payloads up to this size stay in Postgres.
-        **fields: further keyword arguments of :func:`store.tools.insert_artifact`
+        **fields: further fields of :class:`store.tools.ArtifactCapture`
             (``status``, ``error``, ``privacy``, ``result_tokens`` ...).
 
     Returns:
@@ -81,11 +81,11 @@ async def capture_artifact(
         **fields,
     }
     if len(payload) <= inline_max:
-        return await insert_artifact(
-            session, account_id, tool_call_id, storage="inline", inline_payload=payload, **common
-        )
-    ref = await artifacts.put(account_id, payload, content_type=content_type, privacy=privacy)
-    return await insert_artifact(session, account_id, tool_call_id, storage="object", storage_key=ref.key, **common)
+        capture = ArtifactCapture(storage="inline", inline_payload=payload, **common)
+    else:
+        ref = await artifacts.put(account_id, payload, content_type=content_type, privacy=privacy)
+        capture = ArtifactCapture(storage="object", storage_key=ref.key, **common)
+    return await insert_artifact(session, account_id, tool_call_id, capture)
 
 
 @translate_errors

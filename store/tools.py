@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
@@ -286,80 +287,111 @@ def check_storage(
         raise IntegrityViolation(f"unknown storage {storage!r}")
 
 
-def artifact_values(
-    call: ToolCall | Mapping[str, Any],
-    seq: int,
-    *,
-    content_type: str,
-    sha256: str,
-    result_bytes: int,
-    arguments_bytes: int,
-    storage: Literal["inline", "object"],
-    storage_key: str | None = None,
-    inline_payload: bytes | None = None,
-    result_tokens: int = 0,
-    status: ToolCallStatus | None = None,
-    arguments: Mapping[str, Any] | None = None,
-    error: str | None = None,
-    visibility: VisibilityScope | None = None,
-    shared_with: Sequence[str] | None = None,
-    privacy: PrivacyClass | None = None,
-    active_skills: Sequence[Any] = (),
-    tool_profile: str | None = None,
-    provider: str | None = None,
-    model: str | None = None,
-    runtime_meta: Mapping[str, Any] | None = None,
-    tool_version: str | None = None,
-    captured_at: datetime | None = None,
-    promotion: PromotionPolicy = PromotionPolicy.NONE,
-    artifact_id: str | None = None,
-) -> dict[str, Any]:
-    """The artifact row (without account and conversation) capturing ``call``'s result, checked.
+@dataclass(frozen=True)
+class ArtifactCapture:
+    """What capturing a tool's raw result records, besides what the tool call already says.
 
-    What :func:`insert_artifact` and bulk writes insert. The arguments are
-    :func:`insert_artifact`'s; ``call`` is the tool-call row (or its queued
-    values), from which call id, tool, owner, run, branch and the defaults of
-    status, arguments, visibility and privacy are copied.
+    Checked when built: storage fields that disagree, or inline bytes that do
+    not match their hash or size, never reach a row. Call id, tool name, owner,
+    run, branch and (unless given here) status, arguments, visibility and
+    privacy are the tool call's.
 
     Raises:
-        IntegrityViolation: the storage fields disagree, or the inline bytes do not match.
+        IntegrityViolation: the storage fields disagree, or the inline bytes
+            do not match ``sha256``/``result_bytes``.
         PayloadTooLargeError: inline bytes over :data:`INLINE_PAYLOAD_MAX`.
     """
-    check_storage(storage, storage_key, inline_payload, sha256, result_bytes)
-    of = call.__getitem__ if isinstance(call, Mapping) else lambda name: getattr(call, name)
-    return {
-        "id": artifact_id or new_id(),
-        "tool_call_id": of("id"),
-        "call_id": of("call_id"),
-        "tool_name": of("name"),
-        "status": ToolCallStatus(status or of("status")).value,
-        "owner_participant_id": of("participant_id"),
-        "model_run_id": of("model_run_id"),
-        "runtime_kind": of("runtime_kind"),
-        "branch_id": of("branch_id"),
-        "seq": seq,
-        "visibility": VisibilityScope(visibility or of("visibility")).value,
-        "shared_with": list(shared_with if shared_with is not None else of("shared_with")),
-        "privacy": PrivacyClass(privacy or of("privacy")).value,
-        "content_type": content_type,
-        "arguments": dict(arguments if arguments is not None else of("arguments")),
-        "sha256": sha256.lower(),
-        "result_bytes": result_bytes,
-        "arguments_bytes": arguments_bytes,
-        "result_tokens": result_tokens,
-        "storage": storage,
-        "storage_key": storage_key,
-        "inline_payload": inline_payload,
-        "error": error,
-        "active_skills": list(active_skills),
-        "tool_profile": tool_profile,
-        "provider": provider,
-        "model": model,
-        "runtime_meta": dict(runtime_meta or {}),
-        "tool_version": tool_version,
-        "captured_at": captured_at or utcnow(),
-        "promotion": PromotionPolicy(promotion).value,
-    }
+
+    content_type: str
+    """MIME type of the payload."""
+    sha256: str
+    """Hex sha256 of the payload bytes."""
+    result_bytes: int
+    """Payload size."""
+    arguments_bytes: int
+    """Size of the canonical JSON arguments."""
+    storage: Literal["inline", "object"]
+    """``inline`` (bytes in Postgres) or ``object`` (in S3)."""
+    storage_key: str | None = None
+    """The S3 key, for ``object`` storage."""
+    inline_payload: bytes | None = None
+    """The bytes, for ``inline`` storage (at most :data:`INLINE_PAYLOAD_MAX`)."""
+    result_tokens: int = 0
+    """Tokens of the raw result as transcript replay shows it."""
+    status: ToolCallStatus | None = None
+    """The call's outcome; the tool call's status when ``None``."""
+    arguments: Mapping[str, Any] | None = None
+    """The arguments as executed; the tool call's when ``None``."""
+    error: str | None = None
+    """The tool's error text, for a failed call."""
+    visibility: VisibilityScope | None = None
+    """Defaults to the tool call's."""
+    shared_with: Sequence[str] | None = None
+    """Defaults to the tool call's."""
+    privacy: PrivacyClass | None = None
+    """Defaults to the tool call's."""
+    active_skills: Sequence[Any] = ()
+    """Skills active when the tool ran."""
+    tool_profile: str | None = None
+    """The tool profile in force."""
+    provider: str | None = None
+    """Provider of the calling model."""
+    model: str | None = None
+    """The calling model."""
+    runtime_meta: Mapping[str, Any] | None = None
+    """Free-form runtime details (worker, durations ...)."""
+    tool_version: str | None = None
+    """Version of the tool implementation."""
+    captured_at: datetime | None = None
+    """Capture time; the time of writing when ``None``."""
+    promotion: PromotionPolicy = PromotionPolicy.NONE
+    """Promotion policy of a child run's artifact."""
+    artifact_id: str | None = None
+    """The id to use; a fresh one when ``None``."""
+
+    def __post_init__(self) -> None:
+        check_storage(self.storage, self.storage_key, self.inline_payload, self.sha256, self.result_bytes)
+
+    def row(self, call: ToolCall | Mapping[str, Any], seq: int) -> dict[str, Any]:
+        """The artifact row (without account and conversation) for ``call``'s result at ``seq``.
+
+        What :func:`insert_artifact` and bulk writes insert; ``call`` is the
+        tool-call row, or its queued values in a bulk write.
+        """
+        of = call.__getitem__ if isinstance(call, Mapping) else lambda name: getattr(call, name)
+        return {
+            "id": self.artifact_id or new_id(),
+            "tool_call_id": of("id"),
+            "call_id": of("call_id"),
+            "tool_name": of("name"),
+            "status": ToolCallStatus(self.status or of("status")).value,
+            "owner_participant_id": of("participant_id"),
+            "model_run_id": of("model_run_id"),
+            "runtime_kind": of("runtime_kind"),
+            "branch_id": of("branch_id"),
+            "seq": seq,
+            "visibility": VisibilityScope(self.visibility or of("visibility")).value,
+            "shared_with": list(self.shared_with if self.shared_with is not None else of("shared_with")),
+            "privacy": PrivacyClass(self.privacy or of("privacy")).value,
+            "content_type": self.content_type,
+            "arguments": dict(self.arguments if self.arguments is not None else of("arguments")),
+            "sha256": self.sha256.lower(),
+            "result_bytes": self.result_bytes,
+            "arguments_bytes": self.arguments_bytes,
+            "result_tokens": self.result_tokens,
+            "storage": self.storage,
+            "storage_key": self.storage_key,
+            "inline_payload": self.inline_payload,
+            "error": self.error,
+            "active_skills": list(self.active_skills),
+            "tool_profile": self.tool_profile,
+            "provider": self.provider,
+            "model": self.model,
+            "runtime_meta": dict(self.runtime_meta or {}),
+            "tool_version": self.tool_version,
+            "captured_at": self.captured_at or utcnow(),
+            "promotion": PromotionPolicy(self.promotion).value,
+        }
 
 
 @translate_errors
@@ -367,96 +399,36 @@ async def insert_artifact(
     session: AsyncSession,
     account_id: str,
     tool_call_id: str,
-    *,
-    content_type: str,
-    sha256: str,
-    result_bytes: int,
-    arguments_bytes: int,
-    storage: Literal["inline", "object"],
-    storage_key: str | None = None,
-    inline_payload: bytes | None = None,
-    result_tokens: int = 0,
-    status: ToolCallStatus | None = None,
-    arguments: Mapping[str, Any] | None = None,
-    error: str | None = None,
-    visibility: VisibilityScope | None = None,
-    shared_with: Sequence[str] | None = None,
-    privacy: PrivacyClass | None = None,
-    active_skills: Sequence[Any] = (),
-    tool_profile: str | None = None,
-    provider: str | None = None,
-    model: str | None = None,
-    runtime_meta: Mapping[str, Any] | None = None,
-    tool_version: str | None = None,
-    captured_at: datetime | None = None,
-    promotion: PromotionPolicy = PromotionPolicy.NONE,
-    artifact_id: str | None = None,
+    capture: ArtifactCapture,
 ) -> ArtifactRecord:
     """Capture the raw result of a tool call, once.
 
     ``INSERT ... ON CONFLICT DO NOTHING`` on the tool call, then a read: a
     second capture of the same call returns the first artifact unchanged.
-    Call id, tool name, owner, run, branch and (unless given) status,
-    arguments, visibility and privacy are copied from the tool call.
 
     Args:
         session: the caller's session.
         account_id: the owning account.
         tool_call_id: the captured tool call (row id).
-        content_type: MIME type of the payload.
-        sha256: hex sha256 of the payload bytes.
-        result_bytes: payload size.
-        arguments_bytes: size of the canonical JSON arguments.
-        storage: ``inline`` (bytes in Postgres) or ``object`` (in S3).
-        storage_key: the S3 key, for ``object`` storage.
-        inline_payload: the bytes, for ``inline`` storage (at most
-            :data:`INLINE_PAYLOAD_MAX`); checked against ``sha256``.
-        result_tokens: tokens of the raw result as transcript replay shows it.
-        status: the call's outcome; the tool call's status when ``None``.
-        arguments: the arguments as executed; the tool call's when ``None``.
-        error: the tool's error text, for a failed call.
-        visibility: defaults to the tool call's.
-        shared_with: defaults to the tool call's.
-        privacy: defaults to the tool call's.
-        active_skills: skills active when the tool ran.
-        tool_profile: the tool profile in force.
-        provider: provider of the calling model.
-        model: the calling model.
-        runtime_meta: free-form runtime details (worker, durations ...).
-        tool_version: version of the tool implementation.
-        captured_at: capture time; now when ``None``.
-        promotion: promotion policy of a child run's artifact.
-        artifact_id: the id to use; a fresh one when ``None``.
+        capture: what the capture records (checked when it was built).
 
     Returns:
         The artifact's metadata.
 
     Raises:
         NotFoundError: no such tool call in the account.
-        IntegrityViolation: the storage fields disagree, or the inline bytes
-            do not match ``sha256``/``result_bytes``.
-        PayloadTooLargeError: inline bytes over :data:`INLINE_PAYLOAD_MAX`.
+        IntegrityViolation: the artifact id is taken by another call.
     """
     existing = await _artifact_row(session, account_id, tool_call_id)
     if existing is not None:
         return to_artifact(existing)
-    check_storage(storage, storage_key, inline_payload, sha256, result_bytes)  # before a seq is spent
     call = await get_row(session, ToolCall, account_id, tool_call_id)
-    values = artifact_values(
-        call, await allocate_seq(session, account_id, call.conversation_id),
-        content_type=content_type, sha256=sha256, result_bytes=result_bytes, arguments_bytes=arguments_bytes,
-        storage=storage, storage_key=storage_key, inline_payload=inline_payload, result_tokens=result_tokens,
-        status=status, arguments=arguments, error=error, visibility=visibility, shared_with=shared_with,
-        privacy=privacy, active_skills=active_skills, tool_profile=tool_profile, provider=provider,
-        model=model, runtime_meta=runtime_meta, tool_version=tool_version, captured_at=captured_at,
-        promotion=promotion, artifact_id=artifact_id,
-    )
-    artifact_id = values["id"]
+    values = capture.row(call, await allocate_seq(session, account_id, call.conversation_id))
     await insert_once(session, ToolArtifact,
                       {**values, "account_id": account_id, "conversation_id": call.conversation_id})
     row = await _artifact_row(session, account_id, tool_call_id)
     if row is None:
-        raise IntegrityViolation(f"artifact id {artifact_id!r} is taken")
+        raise IntegrityViolation(f"artifact id {values['id']!r} is taken")
     return to_artifact(row)
 
 

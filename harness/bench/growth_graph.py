@@ -39,6 +39,7 @@ from store.models import (
     UserMemory,
 )
 from store.skills import put_skill_state
+from store.tools import ArtifactCapture
 from store.user_memories import put_user_memory
 
 from harness.bench.growth_data import T0, TURN_SECONDS, WORDS, ResultCache, ToolResult, sentence
@@ -162,13 +163,13 @@ class _Turns:
         call = batch.record_tool_call(
             branch_id, owner, call_id=call_id, name=item.tool, arguments=item.arguments, model_run_id=run,
             visibility=visibility, shared_with=shared, privacy=privacy, tool_call_id=str(uuid.uuid4()), at=at)
-        artifact = batch.insert_artifact(
-            call, content_type=item.content_type, sha256=item.sha256, result_bytes=len(item.payload),
+        artifact = batch.insert_artifact(call, ArtifactCapture(
+            content_type=item.content_type, sha256=item.sha256, result_bytes=len(item.payload),
             arguments_bytes=len(canonical_json(item.arguments).encode()), storage="inline",
             inline_payload=item.payload, result_tokens=item.tokens, status=item.status, error=error,
             tool_profile=item.tool, provider="scripted", model="bench-model",
             runtime_meta={"result_tokens_exact": True}, tool_version="1", captured_at=at + timedelta(seconds=1),
-            artifact_id=str(uuid.uuid4()))
+            artifact_id=str(uuid.uuid4())))
         batch.update_tool_call(call, status=item.status, attempt=3 if failed else 1, error=error,
                                retry_critical=failed and i % 2 == 1, at=at + timedelta(seconds=2))
         self.payload_bytes += len(item.payload)

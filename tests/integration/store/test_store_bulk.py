@@ -18,6 +18,7 @@ from policy.records import Locator, canonical_json
 from store import graph
 from store.bulk import GraphBatch, delete_account
 from store.errors import IntegrityViolation, NotFoundError
+from store.tools import ArtifactCapture
 from storeworld import NOW, World, memory
 
 pytestmark = pytest.mark.integration
@@ -69,10 +70,10 @@ def exchange(world: World, tag: str) -> list[Step]:
                                   "tool_calls": [{"call_id": f"{tag}-c1", "name": "read_sheet", "arguments": args}]}),
         ("record_tool_call", (b, bot), {"call_id": f"{tag}-c1", "name": "read_sheet", "arguments": args,
                                         "model_run_id": run, "tool_call_id": f"{tag}-t1", "at": NOW}),
-        ("insert_artifact", (f"{tag}-t1",), {**_payload(3), "arguments_bytes": len(canonical_json(args)),
-                                            "result_tokens": 40, "status": ToolCallStatus.SUCCEEDED,
-                                            "captured_at": NOW + timedelta(seconds=1), "tool_version": "1",
-                                            "runtime_meta": {"worker": "w"}, "artifact_id": f"{tag}-a1"}),
+        ("insert_artifact", (f"{tag}-t1", ArtifactCapture(
+            **_payload(3), arguments_bytes=len(canonical_json(args)), result_tokens=40,
+            status=ToolCallStatus.SUCCEEDED, captured_at=NOW + timedelta(seconds=1), tool_version="1",
+            runtime_meta={"worker": "w"}, artifact_id=f"{tag}-a1")), {}),
         ("update_tool_call", (f"{tag}-t1",), {"status": ToolCallStatus.SUCCEEDED, "at": NOW + timedelta(seconds=2)}),
         ("derive_memory", (f"{tag}-a1", draft), {"memory_id": f"{tag}-mem1"}),
         ("record_tool_call", (b, bot), {"call_id": f"{tag}-c2", "name": "read_sheet", "arguments": args,
@@ -83,8 +84,9 @@ def exchange(world: World, tag: str) -> list[Step]:
                                               "at": NOW + timedelta(seconds=5)}),
         ("update_tool_call", (f"{tag}-t2",), {"status": ToolCallStatus.FAILED, "attempt": 3, "error": "HTTP 503 again",
                                               "retry_critical": True, "at": NOW + timedelta(seconds=8)}),
-        ("insert_artifact", (f"{tag}-t2",), {**_payload(0), "arguments_bytes": 15, "error": "HTTP 503 again",
-                                            "captured_at": NOW + timedelta(seconds=9), "artifact_id": f"{tag}-a2"}),
+        ("insert_artifact", (f"{tag}-t2", ArtifactCapture(
+            **_payload(0), arguments_bytes=15, error="HTTP 503 again", captured_at=NOW + timedelta(seconds=9),
+            artifact_id=f"{tag}-a2")), {}),
         ("insert_tool_memory", (failure,), {}),
         ("append_message", (b,), {"role": MessageRole.ASSISTANT, "content": "Total 30 (one source failed).",
                                   "author_participant_id": bot, "model_run_id": run, "message_id": f"{tag}-m3"}),
@@ -276,8 +278,8 @@ async def test_queued_writes_check_what_the_single_row_writes_check(world: World
     call = batch.record_tool_call(world.root_branch_id, world.assistant_id, call_id="c-q", name="t", arguments={})
     with pytest.raises(IntegrityViolation):
         batch.update_tool_call(call, status=ToolCallStatus.RETRYING, attempt=0)
-    with pytest.raises(IntegrityViolation):
-        batch.insert_artifact(call, **{**_payload(1), "sha256": "0" * 64}, arguments_bytes=2)
+    with pytest.raises(NotFoundError):
+        batch.insert_artifact("not-queued", ArtifactCapture(**_payload(1), arguments_bytes=2))
     with pytest.raises(IntegrityViolation):
         batch.finish_model_run(batch.start_model_run(world.root_branch_id, world.assistant_id), status="running")
 

@@ -26,11 +26,11 @@ async def _tool_call(world: World, branch_id: str, call_id: str, **kwargs: objec
 async def _artifact(world: World, call_id: str, **kwargs: object):  # noqa: ANN202
     payload = call_id.encode()
     async with world.sessions() as s, s.begin():
-        return await graph.insert_artifact(
-            s, world.account_id, call_id, content_type="text/plain", sha256=hashlib.sha256(payload).hexdigest(),
+        return await graph.insert_artifact(s, world.account_id, call_id, graph.ArtifactCapture(
+            content_type="text/plain", sha256=hashlib.sha256(payload).hexdigest(),
             result_bytes=len(payload), arguments_bytes=2, storage="inline", inline_payload=payload,
             **kwargs,  # type: ignore[arg-type]
-        )
+        ))
 
 
 async def _memory(world: World, memory_id: str, branch_id: str, **fields: object):  # noqa: ANN202

@@ -91,11 +91,10 @@ async def test_a_memory_record_takes_its_graph_fields_from_the_artifact(world: W
             call_id=f"d-{world.account_id}", name="read_sheet", arguments={"sheet": "Q3"},
             privacy=PrivacyClass.OAUTH,
         )
-        artifact = await graph.insert_artifact(
-            s, world.account_id, call.id, content_type="text/csv", sha256=hashlib.sha256(payload).hexdigest(),
-            result_bytes=len(payload), arguments_bytes=14, storage="inline", inline_payload=payload,
-            status=ToolCallStatus.SUCCEEDED,
-        )
+        artifact = await graph.insert_artifact(s, world.account_id, call.id, graph.ArtifactCapture(
+            content_type="text/csv", sha256=hashlib.sha256(payload).hexdigest(), result_bytes=len(payload),
+            arguments_bytes=14, storage="inline", inline_payload=payload, status=ToolCallStatus.SUCCEEDED,
+        ))
         draft = derive_memory(
             ToolSpec(name="read_sheet"), artifact.id, {"sheet": "Q3"}, ToolCallStatus.SUCCEEDED,
             payload, "text/csv", NOW,

@@ -73,10 +73,10 @@ async def test_insert_artifact_is_idempotent_on_the_tool_call(world: World) -> N
         storage="inline", inline_payload=payload, status=ToolCallStatus.SUCCEEDED, result_tokens=9,
     )
     async with world.sessions() as s, s.begin():
-        first = await graph.insert_artifact(s, world.account_id, call.id, **capture)  # type: ignore[arg-type]
+        first = await graph.insert_artifact(s, world.account_id, call.id, graph.ArtifactCapture(**capture))
     async with world.sessions() as s, s.begin():
         second = await graph.insert_artifact(
-            s, world.account_id, call.id, **{**capture, "content_type": "text/plain"}  # type: ignore[arg-type]
+            s, world.account_id, call.id, graph.ArtifactCapture(**{**capture, "content_type": "text/plain"})
         )
         rows = await s.scalar(
             select(func.count()).select_from(ToolArtifact).where(ToolArtifact.tool_call_id == call.id)
@@ -94,30 +94,22 @@ async def test_insert_artifact_is_idempotent_on_the_tool_call(world: World) -> N
     assert payload_back == payload and arguments == {"sheet": "Q3"}
 
 
-async def test_insert_artifact_checks_its_payload(world: World) -> None:
-    call = await _call(world)
+async def test_an_artifact_capture_checks_its_payload(world: World) -> None:
+    with pytest.raises(IntegrityViolation):
+        graph.ArtifactCapture(content_type="text/plain", sha256="0" * 64, result_bytes=3, arguments_bytes=0,
+                              storage="inline", inline_payload=b"abc")
+    with pytest.raises(IntegrityViolation):
+        graph.ArtifactCapture(content_type="text/plain", sha256="0" * 64, result_bytes=3, arguments_bytes=0,
+                              storage="object")
+    big = b"x" * (graph.INLINE_PAYLOAD_MAX + 1)
+    with pytest.raises(PayloadTooLargeError):
+        graph.ArtifactCapture(content_type="text/plain", sha256=hashlib.sha256(big).hexdigest(),
+                              result_bytes=len(big), arguments_bytes=0, storage="inline", inline_payload=big)
     async with world.sessions() as s:
-        with pytest.raises(IntegrityViolation):
-            await graph.insert_artifact(
-                s, world.account_id, call.id, content_type="text/plain", sha256="0" * 64,
-                result_bytes=3, arguments_bytes=0, storage="inline", inline_payload=b"abc",
-            )
-        with pytest.raises(IntegrityViolation):
-            await graph.insert_artifact(
-                s, world.account_id, call.id, content_type="text/plain", sha256="0" * 64,
-                result_bytes=3, arguments_bytes=0, storage="object",
-            )
-        big = b"x" * (graph.INLINE_PAYLOAD_MAX + 1)
-        with pytest.raises(PayloadTooLargeError):
-            await graph.insert_artifact(
-                s, world.account_id, call.id, content_type="text/plain", sha256=hashlib.sha256(big).hexdigest(),
-                result_bytes=len(big), arguments_bytes=0, storage="inline", inline_payload=big,
-            )
         with pytest.raises(NotFoundError):
-            await graph.insert_artifact(
-                s, world.account_id, "no-such-call", content_type="text/plain", sha256="0" * 64,
-                result_bytes=0, arguments_bytes=0, storage="object", storage_key="k",
-            )
+            await graph.insert_artifact(s, world.account_id, "no-such-call", graph.ArtifactCapture(
+                content_type="text/plain", sha256="0" * 64, result_bytes=0, arguments_bytes=0, storage="object",
+                storage_key="k"))
 
 
 async def test_capture_goes_inline_or_to_s3_and_reads_back_verified(
