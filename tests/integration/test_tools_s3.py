@@ -21,7 +21,7 @@ from activities.tools.base import ToolContext
 from activities.tools.registry import ToolRegistry, default_registry
 from dossier.runtime import SAMPLE_WORKSPACE
 from policy.assembler import assemble, short_ids_for
-from policy.derive import FILE_CONTENT_TYPE, derive_memory
+from policy.derive import FILE_CONTENT_TYPE, derive_memory, memory_record
 from policy.enums import MessageRole, PrivacyClass, RuntimeKind, ToolCallStatus, VisibilityScope
 from policy.policy import DEFAULT_POLICY
 from policy.records import (
@@ -132,12 +132,8 @@ class _Branch:
         draft = derive_memory(spec, artifact.id, arguments, ToolCallStatus.SUCCEEDED, payload, content_type, NOW)
         self.calls.append(call)
         self.artifacts.append(artifact)
-        self.memories.append(ToolMemoryRecord(
-            id=f"{number:08d}-1111-4000-8000-000000000000", branch_id="br", seq=number,
-            owner_participant_id="p-analyst", source_artifact_ids=(artifact.id,), source_tool=name,
-            visibility=VisibilityScope.BRANCH, privacy=spec.privacy, observed_at=NOW,
-            **{field: getattr(draft, field) for field in type(draft).model_fields},
-        ))
+        memory = memory_record(draft, artifact, memory_id=f"{number:08d}-1111-4000-8000-000000000000")
+        self.memories.append(memory.model_copy(update={"seq": number}))
 
     def request(self, run: int) -> ModelRequest:
         participant = ParticipantRecord(id="p-analyst", name="Analyst", provider="scripted", model="analyst",

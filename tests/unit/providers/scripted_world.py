@@ -33,7 +33,7 @@ from activities.tools.base import ToolArgumentError, ToolContext, ToolError, Too
 from activities.tools.registry import ToolRegistry, default_registry
 from dossier.runtime import SAMPLE_WORKSPACE
 from policy.assembler import AssemblyResult, assemble, short_ids_for
-from policy.derive import FILE_CONTENT_TYPE, derive_memory
+from policy.derive import FILE_CONTENT_TYPE, derive_memory, memory_record
 from policy.links import link_memory
 from policy.enums import MessageRole, PrivacyClass, RuntimeKind, ToolCallStatus, VisibilityScope
 from policy.policy import DEFAULT_POLICY
@@ -316,13 +316,8 @@ class World:
         supersedes, conflicts = link_memory(draft.subject_key, draft.payload.get("facts", {}), live)
         self.memories = [m.model_copy(update={"superseded_by": memory_id}) if m.id in supersedes else m
                          for m in self.memories]
-        memory = ToolMemoryRecord(
-            id=memory_id, branch_id=BRANCH, seq=number, owner_participant_id=VIEWER,
-            runtime_kind=self.runtime_kind, source_artifact_ids=(artifact.id,), source_tool=record.name,
-            visibility=record.visibility, privacy=spec.privacy, observed_at=self.now,
-            supersedes=tuple(supersedes), conflicts_with=tuple(conflicts),
-            **{field: getattr(draft, field) for field in type(draft).model_fields},
-        )
+        memory = memory_record(draft, artifact, memory_id=memory_id, supersedes=tuple(supersedes),
+                               conflicts_with=tuple(conflicts)).model_copy(update={"seq": number})
         self.memories.append(memory)
         return memory
 
