@@ -7,6 +7,7 @@ hash-verified files. The encoding name is configuration (``TIKTOKEN_ENCODING``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import lru_cache
 
 import tiktoken
@@ -36,3 +37,20 @@ def token_counter(encoding: str = DEFAULT_ENCODING) -> TokenCounter:
         return len(enc.encode_ordinary(text))
 
     return count
+
+
+def token_encoder(encoding: str = DEFAULT_ENCODING) -> Callable[[str], tuple[int, ...]]:
+    """The token ids of a text under ``encoding`` (what a provider's prompt cache compares).
+
+    Args:
+        encoding: a tiktoken encoding name.
+
+    Returns:
+        A function from text to its token ids, special-token text encoded as ordinary text.
+    """
+    enc = _encoding(encoding)
+
+    def encode(text: str) -> tuple[int, ...]:
+        return tuple(enc.encode_ordinary(text))
+
+    return encode

@@ -16,6 +16,7 @@ import asyncio
 import json
 import os
 import time
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -26,6 +27,8 @@ from typing import Any
 from activities.ingest import ToolOutcome, begin_tool_call, ingest_tool_result, memory_id_for
 from activities.context import assemble_context, read_planned_payloads
 from activities.deps import GraphDeps
+from activities.tokens import token_encoder
+from harness.bench.billing import PRICE_MODELS, Encode, Prompt, bill_sequence, message_blocks, transcript_breakpoints
 from harness.bench.peers import DEFAULT_BUDGET, peer_strategies
 from harness.bench.strategy import CallInput, FullReplay, count_tokens, message_text
 from harness.bench.traces_measure import TraceCall, to_openai, trace_calls
@@ -221,9 +224,21 @@ def _outcomes(text: str, call: TraceCall, reason) -> list[RefOutcome]:
     return out
 
 
-async def run_trace(deps: GraphDeps, account_id: str, trace: dict[str, Any], peers: list[Any]) -> list[CallRow]:
-    """Import one trajectory incrementally and measure every model call."""
+async def run_trace(deps: GraphDeps, account_id: str, trace: dict[str, Any], peers: list[Any],
+                    encode: Encode | None = None) -> list[CallRow]:
+    """Import one trajectory incrementally and measure every model call.
+
+    With ``encode`` (text -> token ids), each strategy's sequence of prompts is
+    also billed under every price model (:mod:`harness.bench.billing`).
+    """
     counter = deps.counter
+    prompts: dict[str, list[Prompt]] = defaultdict(list)
+
+    def sent(name: str, messages: list[dict[str, Any]], breakpoints: tuple[int, ...] | None = None) -> None:
+        if encode is not None:
+            prompts[name].append(Prompt(message_blocks(messages, encode),
+                                        breakpoints if breakpoints is not None else transcript_breakpoints(messages)))
+
     importer = _Import(deps, account_id, trace)
     await importer.open()
     trace_messages = trace["messages"]
@@ -242,11 +257,13 @@ async def run_trace(deps: GraphDeps, account_id: str, trace: dict[str, Any], pee
             row = CallRow(trajectory=trace.get("id", ""), source=trace.get("source", ""), call=call.index,
                           calls_in_trajectory=len(calls))
             full_messages = full.context(before)
+            sent(full.name, full_messages)
             row.add(full.name, count_tokens(full_messages, counter), system_tokens,
                     _outcomes("\n".join(map(message_text, full_messages)), call, lambda r: "not in transcript"))
             peer_tokens: dict[str, int] = {}
             for peer in peers:
                 context = peer.context(before)
+                sent(peer.name, context)
                 tokens = count_tokens(context, counter)
                 peer_tokens[peer.name] = tokens
                 row.add(peer.name, tokens, system_tokens,
@@ -262,18 +279,28 @@ async def run_trace(deps: GraphDeps, account_id: str, trace: dict[str, Any], pee
                     deps, importer.boundary(index, run_id), assembled.candidates, budget, payloads)))
             for name, result in variants:
                 context = result.to_openai()
+                sent(name, context)
                 row.add(name, count_tokens(context, counter), system_tokens,
                         _outcomes("\n".join(map(message_text, context)), call,
                                   lambda r, res=result: _dossier_reason(res, importer, trace, r)))
             rows.append(row)
         await importer.write(index, message, run_id)
+    for name, sequence in prompts.items():
+        for model in PRICE_MODELS.values():
+            for row, bill in zip(rows, bill_sequence(sequence, model), strict=True):
+                row.strategies[name].bills[model.name] = bill
     return rows
 
 
 async def run_traces_with(
-    deps: GraphDeps, path: str | Path, limit: int | None = None, concurrency: int = 4
+    deps: GraphDeps, path: str | Path, limit: int | None = None, concurrency: int = 4,
+    encode: Encode | None = None,
 ) -> TracesReport:
-    """Run the benchmark on existing graph dependencies (one fresh account per run)."""
+    """Run the benchmark on existing graph dependencies (one fresh account per run).
+
+    ``encode`` (text -> token ids) turns on billing; :func:`run_traces` passes the
+    configured tiktoken encoding.
+    """
     traces = load_traces(path, limit)
     # The same texts are counted again and again (every strategy, every later call): memoise
     # the injected counter. Counts are unchanged; tiktoken was most of the run's CPU time.
@@ -290,12 +317,14 @@ async def run_traces_with(
     async def worker(peers: list[Any]) -> None:
         while not queue.empty():
             i = queue.get_nowait()
-            results[i] = await run_trace(deps, account_id, traces[i], peers)
+            results[i] = await run_trace(deps, account_id, traces[i], peers, encode)
 
     await asyncio.gather(*(worker(peers) for peers in peers_by_worker))
     elapsed = time.perf_counter() - started
     peers = peers_by_worker[0]
     parameters: dict[str, Any] = {"full_replay": {"messages": "every earlier message, tool results verbatim"}}
+    if encode is not None:
+        parameters["price_models"] = {name: model.parameters() for name, model in PRICE_MODELS.items()}
     parameters.update({p.name: p.parameters for p in peers})
     parameters["langchain_trim"]["orphan_tool_messages_dropped"] = sum(
         getattr(p[0], "orphans_dropped", 0) for p in peers_by_worker)
@@ -324,7 +353,8 @@ async def run_traces(settings: Settings, path: str | Path = DEFAULT_TRACES, limi
         The report: per-call rows, ``to_json()`` and ``to_markdown()``.
     """
     async with open_graph(settings) as deps:
-        return await run_traces_with(deps, path, limit, concurrency)
+        return await run_traces_with(deps, path, limit, concurrency,
+                                     encode=token_encoder(settings.tiktoken_encoding))
 
 
 __all__ = ["DEFAULT_TRACES", "load_traces", "run_trace", "run_traces", "run_traces_with"]

@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.bench.billing import PRICE_MODELS, Bill, summarise_bills
+
 LAST_CALL_MIN_CALLS = 8
 """Last-call medians are over trajectories with at least this many model calls."""
 
@@ -33,6 +35,10 @@ class StrategyCall:
     prompt_tokens: int
     history_tokens: int
     refs: list[RefOutcome]
+    bills: dict[str, Bill] = field(default_factory=dict)
+    """What the call costs under each price model (:data:`harness.bench.billing.PRICE_MODELS`)."""
+    invalid: list[str] = field(default_factory=list)
+    """Why the message list would be refused by OpenAI's or Anthropic's API (empty: valid)."""
 
 
 @dataclass
@@ -80,6 +86,34 @@ def _recall(outcomes: list[RefOutcome]) -> float | None:
     return round(sum(o.kept for o in outcomes) / len(outcomes), 4) if outcomes else None
 
 
+LONG_TRAJECTORY_CALLS = 16
+"""Billed-cost ratios are also reported over trajectories with at least this many model calls."""
+
+
+def billed(rows: list[CallRow], name: str) -> dict[str, dict[str, float | None]]:
+    """Per price model: billed input cost as a ratio to cached full replay, cache hit rate, uncached tokens."""
+    out: dict[str, dict[str, float | None]] = {}
+    long = [row for row in rows if row.calls_in_trajectory >= LONG_TRAJECTORY_CALLS]
+    for model in PRICE_MODELS:
+        bills = [row.strategies[name].bills[model] for row in rows if model in row.strategies[name].bills]
+        if not bills:
+            continue
+
+        def ratio(subset: list[CallRow]) -> float | None:
+            cost = sum(row.strategies[name].bills[model].cost for row in subset)
+            replay = sum(row.strategies["full_replay"].bills[model].cost for row in subset)
+            return round(cost / replay, 4) if replay else None
+
+        totals = summarise_bills(bills)
+        out[model] = {
+            "cost_ratio_vs_cached_replay": ratio(rows),
+            "cost_ratio_vs_cached_replay_16plus": ratio(long),
+            "cache_hit_rate": totals["cache_hit_rate"],
+            "uncached_tokens_per_call_median": totals["uncached_tokens_per_call_median"],
+        }
+    return out
+
+
 def summarise(rows: list[CallRow], name: str) -> dict[str, Any]:
     """The aggregate keys for strategy ``name`` over ``rows``."""
     tool = [r for row in rows for r in row.strategies[name].refs if r.kind == "tool"]
@@ -107,6 +141,8 @@ def summarise(rows: list[CallRow], name: str) -> dict[str, Any]:
             _ratio(row.strategies[name].history_tokens, row.strategies[full].history_tokens) for row in last),
         "last_call_prompt_token_ratio_median": _median(
             _ratio(row.strategies[name].prompt_tokens, row.strategies[full].prompt_tokens) for row in last),
+        "invalid_message_lists": sum(bool(row.strategies[name].invalid) for row in rows),
+        "billed": billed(rows, name),
     }
 
 
@@ -179,6 +215,9 @@ class TracesReport:
         """Tables: overall, per source, loss reasons, parameters, worst trajectories."""
         lines = [f"Traces: `{self.path}`, {self.trajectories} trajectories, {len(self.rows)} model calls, "
                  f"{self.seconds:.0f} s.", ""]
+        lines += _billed_table("Billed input cost, all trajectories (computed from the price models)", self.rows,
+                               self.strategies)
+        long = [r for r in self.rows if r.calls_in_trajectory >= LONG_TRAJECTORY_CALLS]
         lines += _table("All trajectories", {n: summarise(self.rows, n) for n in self.strategies})
         for source in self.sources():
             subset = [r for r in self.rows if r.source == source]
@@ -194,10 +233,43 @@ class TracesReport:
             for loss in item["losses"][:4]:
                 lines.append(f"  - call {loss['call']}, {loss['kind']}{' strict' if loss['strict'] else ''} "
                              f"`{loss['value'][:60]}`: {loss['reason']}")
+        for source in self.sources():
+            subset = [r for r in self.rows if r.source == source]
+            lines += _billed_table(f"Billed input cost, {source}", subset, self.strategies)
+        if long:
+            lines += [f"{len({r.trajectory for r in long})} trajectories have at least {LONG_TRAJECTORY_CALLS} "
+                      "model calls; their ratios are the columns marked 16+.", ""]
         lines += ["", "### Parameters", ""]
         for name, params in self.parameters.items():
             lines.append(f"- **{name}**: " + ", ".join(f"{k}={v}" for k, v in params.items()))
         return "\n".join(lines)
+
+
+def _billed_table(title: str, rows: list[CallRow], strategies: list[str]) -> list[str]:
+    """Billed cost relative to cached full replay, per price model, and the cache figures at Anthropic's rules."""
+    if not rows or not rows[0].strategies.get("full_replay", StrategyCall(0, 0, [])).bills:
+        return []
+    models = list(PRICE_MODELS)
+    header = ["strategy"]
+    for model in models:
+        header += [model, f"{model} 16+"] if model != "uncached" else [model]
+    header += ["cache hit rate (anthropic)", "uncached tokens per call, median (anthropic)", "invalid message lists"]
+    lines = [f"### {title}", "", "Billed input cost as a ratio to full replay billed under the same price model "
+             "(so full replay is 1.00 everywhere).", "",
+             "| " + " | ".join(header) + " |", "|---|" + "---:|" * (len(header) - 1)]
+    for name in strategies:
+        data = billed(rows, name)
+        cells = [name]
+        for model in models:
+            entry = data.get(model, {})
+            cells.append(_fmt(entry.get("cost_ratio_vs_cached_replay"), pct=False))
+            if model != "uncached":
+                cells.append(_fmt(entry.get("cost_ratio_vs_cached_replay_16plus"), pct=False))
+        anthropic = data.get("anthropic", {})
+        cells += [_fmt(anthropic.get("cache_hit_rate")), f"{anthropic.get('uncached_tokens_per_call_median', 0):,.0f}",
+                  str(sum(bool(row.strategies[name].invalid) for row in rows))]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines + [""]
 
 
 def _fmt(value: float | None, pct: bool = True) -> str:

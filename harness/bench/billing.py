@@ -1,0 +1,291 @@
+"""What a provider bills for a sequence of prompts, under its documented prompt-caching rules.
+
+Every major provider bills a prompt prefix it has seen recently at a fraction
+of the input price. Which prefix counts as seen, and at what price, differs:
+
+* ``anthropic`` — explicit ``cache_control`` breakpoints (at most 4 per request).
+  A request writes a cache entry at each breakpoint whose prefix has at least the
+  model's minimum cacheable length; a later request reads the longest entry it
+  finds at one of its own breakpoints or at a block boundary up to 20 blocks
+  before one ("automatic prefix checking"). Reads cost 0.1x the input price,
+  the tokens written up to the last breakpoint 1.25x (5-minute entries), tokens
+  after the last breakpoint 1x. Source:
+  https://platform.claude.com/docs/en/build-with-claude/prompt-caching
+* ``openai-gpt5`` / ``openai-4o`` — automatic: a prompt of 1,024 tokens or more
+  is cached, and a later prompt reads the longest prefix it shares with an
+  earlier one, from 1,024 tokens in increments of 128; cached input costs 0.1x
+  (GPT-5 generation) or 0.5x (GPT-4o generation), nothing is charged for
+  writing. Source: https://developers.openai.com/api/docs/guides/prompt-caching
+* ``gemini`` — implicit caching: a prefix of at least 1,024 tokens (Gemini 2.5
+  Flash) shared with an earlier prompt is read at 0.25x; no write charge. Source:
+  https://ai.google.dev/gemini-api/docs/caching (implicit caching). The
+  granularity of a hit is not documented; 128-token steps are assumed, as for OpenAI.
+* ``uncached`` — every input token at 1x.
+
+Assumptions, the same for every strategy: each call of a trajectory happens
+within the cache lifetime of the previous ones (5 minutes at Anthropic, at
+least 5 minutes at OpenAI and Gemini); requests of one participant reach the
+same cache (OpenAI routes by the first ~256 tokens and ``prompt_cache_key``);
+a message is one content block; the request's token sequence is the cl100k
+tokens of each message's content and tool calls with 4 framing tokens per
+message, so a prompt's length here equals :func:`harness.bench.strategy.count_tokens`;
+tool schemas are not part of the prompt (the trajectories carry none). Output
+tokens are not billed here: only input.
+
+A strategy that rewrites history (clearing, trimming, re-assembling) loses the
+cache from the first token it changes: that is computed from the token
+sequences, not assumed.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from harness.bench.strategy import OpenAIMessage
+from policy.records import canonical_json
+
+Encode = Callable[[str], tuple[int, ...]]
+"""Text -> token ids (tiktoken's ``encode_ordinary``)."""
+
+_ROLE_MARK = {"system": -11, "user": -12, "assistant": -13, "tool": -14}
+_FRAME = (-1, -2, -3)
+"""With the role mark, the 4 tokens a chat API adds around each message (the count rule's overhead)."""
+
+
+@dataclass(frozen=True)
+class PriceModel:
+    """How one provider bills prompt tokens, relative to its base input price (1.0)."""
+
+    name: str
+    read: float
+    """Price of a cached token read, as a multiple of the input price."""
+    write: float
+    """Price of a token written to the cache (explicit caching), as a multiple of the input price."""
+    min_tokens: int
+    """Shortest prefix the provider caches."""
+    step: int
+    """Granularity of a hit beyond ``min_tokens`` (1: exact)."""
+    explicit: bool
+    """Cache entries only at the request's breakpoints (Anthropic), not every prefix."""
+    lookback_blocks: int = 0
+    """How many blocks before a breakpoint a hit is still found (explicit caching)."""
+    source: str = ""
+    """The provider's documentation the rules come from."""
+
+    def parameters(self) -> dict[str, Any]:
+        """The parameters, as printed with the results."""
+        return {"read": self.read, "write": self.write, "min_tokens": self.min_tokens, "step": self.step,
+                "breakpoints": "explicit (system prompt, strategy's own, last message)" if self.explicit
+                else ("none" if self.read == 1.0 else "automatic prefix"),
+                "lookback_blocks": self.lookback_blocks, "source": self.source}
+
+
+PRICE_MODELS: dict[str, PriceModel] = {
+    "anthropic": PriceModel("anthropic", read=0.1, write=1.25, min_tokens=1024, step=1, explicit=True,
+                            lookback_blocks=20,
+                            source="https://platform.claude.com/docs/en/build-with-claude/prompt-caching "
+                                   "(Claude Sonnet 4.5 minimum; 5-minute entries)"),
+    "openai-gpt5": PriceModel("openai-gpt5", read=0.1, write=1.0, min_tokens=1024, step=128, explicit=False,
+                              source="https://developers.openai.com/api/docs/guides/prompt-caching"),
+    "openai-4o": PriceModel("openai-4o", read=0.5, write=1.0, min_tokens=1024, step=128, explicit=False,
+                            source="https://developers.openai.com/api/docs/guides/prompt-caching"),
+    "gemini": PriceModel("gemini", read=0.25, write=1.0, min_tokens=1024, step=128, explicit=False,
+                         source="https://ai.google.dev/gemini-api/docs/caching (implicit; 2.5 Flash minimum; "
+                                "128-token steps assumed)"),
+    "uncached": PriceModel("uncached", read=1.0, write=1.0, min_tokens=0, step=1, explicit=False,
+                           source="list input price, no caching"),
+}
+"""The five price models every strategy is billed under."""
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """One request as a provider tokenises it: a token tuple per block, and where the breakpoints are."""
+
+    blocks: tuple[tuple[int, ...], ...]
+    """Each message's tokens (framing included)."""
+    breakpoints: tuple[int, ...] = ()
+    """Block indexes carrying ``cache_control`` (explicit caching), ascending."""
+
+    @property
+    def tokens(self) -> int:
+        """The prompt's length."""
+        return sum(len(block) for block in self.blocks)
+
+
+@dataclass(frozen=True)
+class Bill:
+    """What one request costs under one price model, in input-price units."""
+
+    tokens: int
+    read: int
+    """Tokens served from the cache."""
+    written: int
+    """Tokens written to the cache at the write price (explicit caching)."""
+    cost: float
+
+    @property
+    def uncached(self) -> int:
+        """Tokens the provider processed anew (the latency proxy)."""
+        return self.tokens - self.read
+
+
+def message_blocks(messages: Sequence[OpenAIMessage], encode: Encode) -> tuple[tuple[int, ...], ...]:
+    """Each OpenAI message as the token block a provider sees (see the module docstring)."""
+    return tuple(_block(_message_key(message), encode) for message in messages)
+
+
+@lru_cache(maxsize=65_536)
+def _block(key: tuple[str, str, str], encode: Encode) -> tuple[int, ...]:
+    """One message's tokens: the role mark and framing, content, then each call's name and arguments."""
+    role, content, calls = key
+    tokens: list[int] = [_ROLE_MARK.get(role, -15), *_FRAME]
+    if content:
+        tokens += encode(content)
+    for name, arguments in json.loads(calls):
+        tokens += encode(name)
+        tokens += encode(arguments)
+    return tuple(tokens)
+
+
+def _message_key(message: OpenAIMessage) -> tuple[str, str, str]:
+    calls = []
+    for call in message.get("tool_calls") or ():
+        function = call.get("function", call)
+        arguments = function.get("arguments", {})
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments)
+            except ValueError:
+                calls.append((function.get("name", ""), arguments))
+                continue
+        calls.append((function.get("name", ""), canonical_json(arguments)))
+    return message.get("role", "user"), message.get("content") or "", canonical_json(calls)
+
+
+def transcript_breakpoints(messages: Sequence[OpenAIMessage]) -> tuple[int, ...]:
+    """The documented multi-turn pattern: end of the system prompt, and the last message."""
+    points = []
+    leading = 0
+    while leading < len(messages) and messages[leading].get("role") == "system":
+        leading += 1
+    if leading:
+        points.append(leading - 1)
+    if messages:
+        points.append(len(messages) - 1)
+    return tuple(sorted(set(points)))
+
+
+def _common_prefix(a: Prompt, b: Prompt) -> int:
+    """Tokens two prompts share from the start (whole blocks compared first, then the first differing one)."""
+    shared = 0
+    for left, right in zip(a.blocks, b.blocks):
+        if left == right:
+            shared += len(left)
+            continue
+        for x, y in zip(left, right):
+            if x != y:
+                break
+            shared += 1
+        break
+    return shared
+
+
+@dataclass
+class _Cache:
+    """What a provider has cached for one participant so far."""
+
+    prompts: list[Prompt] = field(default_factory=list)
+    entries: set[int] = field(default_factory=set)
+    """Explicit caching: hashes of the block prefixes written at breakpoints."""
+
+
+def _prefix_hashes(prompt: Prompt) -> list[tuple[int, int]]:
+    """(hash, token position) after each block."""
+    out = []
+    running = 0
+    position = 0
+    for block in prompt.blocks:
+        running = hash((running, block))
+        position += len(block)
+        out.append((running, position))
+    return out
+
+
+def bill_sequence(prompts: Sequence[Prompt], model: PriceModel) -> list[Bill]:
+    """What each request of one participant's sequence costs, in order.
+
+    Args:
+        prompts: the requests, oldest first.
+        model: the price model.
+
+    Returns:
+        One :class:`Bill` per request.
+    """
+    cache = _Cache()
+    bills: list[Bill] = []
+    for prompt in prompts:
+        bills.append(_bill_explicit(prompt, model, cache) if model.explicit else _bill_automatic(prompt, model, cache))
+    return bills
+
+
+def _bill_automatic(prompt: Prompt, model: PriceModel, cache: _Cache) -> Bill:
+    total = prompt.tokens
+    read = 0
+    if model.read < 1.0:
+        shared = max((min(_common_prefix(prompt, earlier), earlier.tokens) for earlier in cache.prompts), default=0)
+        if shared >= model.min_tokens:
+            read = model.min_tokens + (shared - model.min_tokens) // model.step * model.step
+        if total >= model.min_tokens:
+            cache.prompts.append(prompt)
+    return Bill(tokens=total, read=read, written=0, cost=read * model.read + (total - read))
+
+
+def _bill_explicit(prompt: Prompt, model: PriceModel, cache: _Cache) -> Bill:
+    total = prompt.tokens
+    prefixes = _prefix_hashes(prompt)
+    read = 0
+    for point in prompt.breakpoints:
+        for block in range(point, max(-1, point - model.lookback_blocks - 1), -1):
+            digest, position = prefixes[block]
+            if digest in cache.entries:
+                read = max(read, position)
+                break
+    last = prefixes[prompt.breakpoints[-1]][1] if prompt.breakpoints else 0
+    written = max(0, last - read) if last >= model.min_tokens else 0
+    for point in prompt.breakpoints:
+        digest, position = prefixes[point]
+        if position >= model.min_tokens:
+            cache.entries.add(digest)
+    plain = total - read - written
+    return Bill(tokens=total, read=read, written=written, cost=read * model.read + written * model.write + plain)
+
+
+def summarise_bills(bills: Sequence[Bill]) -> dict[str, float | int]:
+    """Totals of a set of bills (cost, tokens, reads, the median uncached tokens per call)."""
+    tokens = sum(b.tokens for b in bills)
+    return {
+        "cost": round(sum(b.cost for b in bills), 3),
+        "tokens": tokens,
+        "read": sum(b.read for b in bills),
+        "written": sum(b.written for b in bills),
+        "cache_hit_rate": round(sum(b.read for b in bills) / tokens, 4) if tokens else 0.0,
+        "uncached_tokens_per_call_median": statistics.median(b.uncached for b in bills) if bills else 0,
+    }
+
+
+__all__ = [
+    "PRICE_MODELS",
+    "Bill",
+    "PriceModel",
+    "Prompt",
+    "bill_sequence",
+    "message_blocks",
+    "summarise_bills",
+    "transcript_breakpoints",
+]
