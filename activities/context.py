@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from activities.deps import GraphDeps
 from policy.assembler import AssemblyResult, Selection, render_context, select_context
 from policy.records import CandidateSet, GenerationBoundary, PolicyDecisionRecord
-from store.assemblies import save_context_assembly
+from store.assemblies import previous_assembly, save_context_assembly
 from store.candidates import load_candidates
 from store.errors import ArtifactIntegrityError, ArtifactNotFoundError
 from store.payloads import read_artifact_payload
@@ -113,10 +113,14 @@ async def assemble_context(
             up_to_seq=up_to_seq,
             extra_artifact_ids=requested,
         )
+        # The participant's previous call on this branch, strictly before this snapshot: the epoch this one
+        # may continue. (An assembly of the same snapshot, a retry's or an audit's, never continues itself.)
+        previous = await previous_assembly(session, boundary.account_id, boundary.branch_id,
+                                           boundary.participant_id, before_seq=candidates.snapshot_seq)
     graph_ms = _ms(start)
 
     start = time.perf_counter()
-    selection = select_context(deps.policy, boundary, candidates, deps.counter)
+    selection = select_context(deps.policy, boundary, candidates, deps.counter, previous)
     policy_ms = _ms(start)
 
     raw, unavailable = await read_planned_payloads(deps, boundary.account_id, selection)

@@ -19,9 +19,12 @@ checkpoints, skill states and user memories; messages are the transcript's
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from policy.enums import UNRESOLVED_STATUSES, DecisionOutcome, OmissionReason, RecordClass, ToolCallStatus
 from policy.gates import Viewer, admit, check_privacy, is_stale, stale_at
 from policy.lines import (
+    RefKind,
     ShortIds,
     checkpoint_line,
     memory_line,
@@ -31,6 +34,7 @@ from policy.lines import (
     tool_call_line,
     user_memory_line,
 )
+from policy.lines import ref as cross_ref
 from policy.policy import FAIL_CLOSED_ROUTE, ContextPolicy
 from policy.records import CandidateSet, GenerationBoundary, ToolMemoryRecord
 from policy.selection import Item, Ledger, by_seq
@@ -70,6 +74,7 @@ def admit_records(
     viewer: Viewer,
     short: ShortIds,
     ledger: Ledger,
+    appended: Mapping[str, str] | None = None,
 ) -> list[Item]:
     """Stages 2-5 over every candidate but messages: the items that may compete for the budget.
 
@@ -80,11 +85,15 @@ def admit_records(
         viewer: from :func:`resolve_viewer`.
         short: the assembly's short ids, for the rendered lines.
         ledger: receives every omission, with its reason.
+        appended: memory id -> tool call id of the participant's own results
+            appended natively after the epoch's boundary (so not among
+            ``candidates``): visible replacements and counterparts for
+            supersession and conflict, cited by their call (``t:<id>``).
 
     Returns:
         Memory, stale-marker, open-call, receipt, planning and user-fact items.
     """
-    covered_calls, items = _memories(policy, boundary, candidates, viewer, short, ledger)
+    covered_calls, items = _memories(policy, boundary, candidates, viewer, short, ledger, appended or {})
     items += _tool_calls(policy, candidates, viewer, short, ledger, covered_calls)
     items = _drop_memories_of_open_calls(items, candidates, ledger)
     items += _planning(candidates, viewer, short, ledger)
@@ -100,6 +109,7 @@ def _memories(
     viewer: Viewer,
     short: ShortIds,
     ledger: Ledger,
+    appended: Mapping[str, str],
 ) -> tuple[set[str], list[Item]]:
     """Admit tool memories; returns the tool calls they cover and their items."""
     call_of_artifact = {artifact.id: artifact.tool_call_id for artifact in candidates.artifacts}
@@ -114,7 +124,7 @@ def _memories(
 
     # A replacement this viewer cannot see (a sibling branch's, another
     # participant's private memory, one outside the candidates) replaces nothing.
-    passed_ids = {memory.id for memory in passed}
+    passed_ids = {memory.id for memory in passed} | set(appended)
     covered: set[str] = set()
     admitted: list[ToolMemoryRecord] = []
     for memory in passed:
@@ -128,7 +138,8 @@ def _memories(
             continue
         admitted.append(memory)
 
-    admitted_ids = {memory.id for memory in admitted}
+    admitted_ids = {memory.id for memory in admitted} | set(appended)
+    cited_as = {memory_id: cross_ref(RefKind.TOOL_CALL, short(call_id)) for memory_id, call_id in appended.items()}
     items: list[Item] = []
     for memory in admitted:
         ref = f"memory:{memory.id}"
@@ -143,7 +154,7 @@ def _memories(
             items.append(Item(ref, "stale", RecordClass.EPISTEMIC, False, 2, memory.seq, text))
             continue
         conflicts = [other for other in memory.conflicts_with if other in admitted_ids]
-        text = memory_line(memory, short, conflicts)
+        text = memory_line(memory, short, conflicts, cited_as)
         items.append(Item(ref, "memory", RecordClass.EPISTEMIC, False, 0 if conflicts else 1, memory.seq, text))
     return covered, items
 

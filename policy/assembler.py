@@ -26,15 +26,35 @@ byte-identical output (``content_sha256`` proves it).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 
 from policy.admission import admit_records, resolve_viewer
 from policy.budget import spend_budget
+from policy.enums import DecisionOutcome, PrivacyClass
+from policy.epochs import (
+    EPOCH_CONTINUED,
+    epoch_id,
+    fresh_boundary,
+    incompatibility,
+    prefix_change,
+    prefix_digest,
+    split_at,
+)
 from policy.errors import BoundaryMismatchError, UnknownParticipantError
+from policy.gates import admit
 from policy.lines import ShortIds
+from policy.native import plan_events
 from policy.policy import ContextPolicy
-from policy.records import CandidateSet, GenerationBoundary, ParticipantRecord
-from policy.rehydration import plan_first_reads, plan_rehydration
-from policy.render import ASSEMBLER_VERSION, AssemblyResult, render_context
+from policy.records import (
+    CandidateSet,
+    EpochRecord,
+    GenerationBoundary,
+    ParticipantRecord,
+    PolicyDecisionRecord,
+    PreviousAssembly,
+)
+from policy.rehydration import plan_rehydration
+from policy.render import ASSEMBLER_VERSION, AssemblyResult, prefix_parts, render_context
 from policy.selection import Item, Ledger, Selection
 from policy.tokens import TokenCounter
 from policy.transcript import transcript_items
@@ -45,14 +65,23 @@ def select_context(
     boundary: GenerationBoundary,
     candidates: CandidateSet,
     counter: TokenCounter,
+    previous: PreviousAssembly | None = None,
 ) -> Selection:
-    """First pass: decide every candidate and plan raw rehydration.
+    """First pass: decide every candidate, the epoch, and which raw bytes to read.
+
+    The call continues the participant's epoch when the prefix the policy
+    assembles now, at the epoch's boundary, is the one the epoch started with
+    (and nothing else stops it: :mod:`policy.epochs`); otherwise it starts a
+    new epoch at a fresh boundary. Either way the prefix is the policy's
+    assembly of the records up to the boundary, and the events after it are
+    appended natively (:mod:`policy.native`).
 
     Args:
         policy: the immutable rule set.
         boundary: who generates, where, through which route, with what budget.
         candidates: the bounded graph slice loaded for this boundary.
         counter: the injected token counter.
+        previous: the participant's previous assembly on the branch (its epoch), if any.
 
     Returns:
         The :class:`Selection`; pass it to :func:`render_context`.
@@ -66,30 +95,127 @@ def select_context(
             f"candidates were loaded for branch {candidates.lineage.active_branch_id}, boundary is {boundary.branch_id}"
         )
     participant = _participant(candidates, boundary.participant_id)
-    ledger = Ledger(policy.version_tag)
-    viewer = resolve_viewer(policy, boundary, candidates, ledger)
     short = short_ids_for(candidates)
-
-    items = admit_records(policy, boundary, candidates, viewer, short, ledger)
-    items += transcript_items(policy, boundary, candidates, participant, viewer, ledger)
     # 0 is a budget (protected state only), not "unset".
     budget = policy.default_token_budget if boundary.token_budget is None else boundary.token_budget
-    kept, spent = spend_budget(policy, items, participant, budget, counter, ledger)
+    reason = incompatibility(policy, boundary, candidates, previous)
+    if reason is None and previous is not None:
+        epoch = previous.epoch
+        selection = _select(policy, boundary, candidates, counter, participant, short, budget, epoch.boundary_seq,
+                            epoch.started_snapshot_seq, epoch.prefix_budget)
+        reason = _continuation_blocker(policy, epoch, selection)
+        if reason is None:
+            return _in_epoch(selection, epoch.epoch_id, started=False, reason=EPOCH_CONTINUED)
+    boundary_seq = fresh_boundary(candidates, participant.id)
+    selection = _select(policy, boundary, candidates, counter, participant, short, budget, boundary_seq,
+                        candidates.snapshot_seq, None)
+    return _in_epoch(selection, epoch_id(boundary_seq, selection.epoch.prefix_digest), started=True,
+                     reason=reason or "new epoch")
+
+
+def _select(
+    policy: ContextPolicy,
+    boundary: GenerationBoundary,
+    candidates: CandidateSet,
+    counter: TokenCounter,
+    participant: ParticipantRecord,
+    short: ShortIds,
+    budget: int,
+    boundary_seq: int,
+    started_snapshot_seq: int,
+    prefix_budget: int | None,
+) -> Selection:
+    """README stages 1-9 over the records up to ``boundary_seq``, and the events after it.
+
+    ``prefix_budget`` is the continued epoch's; a new epoch's prefix gets what its events leave of
+    ``budget`` (events that alone would not fit show their results as summaries instead of whole).
+    """
+    ledger = Ledger(policy.version_tag)
+    viewer = resolve_viewer(policy, boundary, candidates, ledger)
+    prefix, events = split_at(candidates, boundary_seq, participant.id)
+    # Appended results that existed when the epoch started replace and contradict prefix memories like any
+    # other (the prefix was assembled knowing them); later ones restart the epoch, or are noted after the result.
+    call_of_artifact = {artifact.id: artifact.tool_call_id for artifact in candidates.artifacts}
+    appended = {
+        m.id: call_of_artifact[m.source_artifact_ids[0]] for m in candidates.tool_memories
+        if m.id in events.memory_ids and (policy.epoch_supersession == "restart" or m.seq <= started_snapshot_seq)
+    }
+    items = admit_records(policy, boundary, prefix, viewer, short, ledger, appended)
+    items += transcript_items(policy, boundary, prefix, participant, viewer, ledger)
+    whole = True
+    if prefix_budget is None:
+        sizing = plan_events(policy, candidates, events.messages, participant, viewer, short, counter, boundary.now)
+        whole = sizing.tokens <= budget
+        if not whole:
+            sizing = plan_events(policy, candidates, events.messages, participant, viewer, short, counter,
+                                 boundary.now, whole=False)
+        prefix_budget = max(0, budget - sizing.tokens)
+    kept, prefix_tokens = spend_budget(policy, items, participant, prefix_budget, counter, ledger)
     rehydration, raw_denials = plan_rehydration(policy, boundary, candidates, viewer, kept, short, ledger)
-    rehydration += plan_first_reads(policy, candidates, viewer, kept, budget - spent, counter, ledger, rehydration)
+    for message in events.messages:
+        denial = admit(message, PrivacyClass.USER, viewer)
+        if denial:
+            ledger.deny("visibility", f"message:{message.id}", denial)
+    prefix_memories = frozenset(item.ref.removeprefix("memory:") for item in kept if item.ref.startswith("memory:"))
+    plan = plan_events(policy, candidates, events.messages, participant, viewer, short, counter, boundary.now,
+                       prefix_memories, whole=whole)
+    for event in plan.events:
+        ledger.decide("appended", event.ref, DecisionOutcome.INCLUDED, "after the epoch's boundary, in order")
+        for result in event.results:
+            outcome = DecisionOutcome.REHYDRATED if result.mode == "raw" else DecisionOutcome.INCLUDED
+            ledger.decide("appended", f"tool_call:{result.call.id}", outcome,
+                          f"own result as a native tool message ({result.mode})")
+    items_keys = prefix_parts(participant, kept, rehydration, raw_denials, candidates)
+    digest = prefix_digest(items_keys)
+    epoch = EpochRecord(
+        epoch_id="", started=False, reason="", boundary_seq=boundary_seq, started_snapshot_seq=started_snapshot_seq,
+        prefix_budget=prefix_budget, prefix_messages=0, prefix_digest=digest, prefix_items=tuple(items_keys),
+        appended_tokens=plan.tokens, pending_calls=plan.pending,
+    )
     return Selection(
         policy=policy,
         boundary=boundary,
         candidates=candidates,
         participant=participant,
         items=tuple(kept),
-        rehydration=tuple(rehydration),
+        rehydration=(*rehydration, *plan.rehydration),
         raw_denials=tuple(raw_denials),
         decisions=tuple(ledger.decisions),
         omitted=dict(sorted(ledger.omitted.items())),
         token_budget=budget,
         short_ids=short,
+        events=plan,
+        epoch=epoch,
+        prefix_tokens=prefix_tokens,
     )
+
+
+def _continuation_blocker(policy: ContextPolicy, epoch: EpochRecord, selection: Selection) -> str | None:
+    """Why the call cannot continue ``epoch``, having recomputed its prefix (``None``: it continues)."""
+    if selection.epoch.prefix_digest != epoch.prefix_digest:
+        return prefix_change(epoch.prefix_items, selection.epoch.prefix_items)
+    arrived = [call_id for call_id in epoch.pending_calls if call_id not in selection.events.pending]
+    if arrived:
+        return f"a result appended as pending has arrived (tool_call:{arrived[0]})"
+    if selection.events.stale:
+        return f"an appended result went stale (tool_call:{selection.events.stale[0]})"
+    total = selection.prefix_tokens + selection.events.tokens
+    if total > selection.token_budget:
+        return f"the context would reach {total} tokens (budget {selection.token_budget})"
+    if policy.epoch_growth_tokens is not None and selection.events.tokens > policy.epoch_growth_tokens:
+        return (f"the appended events reached {selection.events.tokens} tokens "
+                f"(epoch_growth_tokens {policy.epoch_growth_tokens})")
+    return None
+
+
+def _in_epoch(selection: Selection, epoch: str, *, started: bool, reason: str) -> Selection:
+    """The selection with its epoch named, and the epoch decision logged."""
+    record = selection.epoch.model_copy(update={"epoch_id": epoch, "started": started, "reason": reason})
+    decision = PolicyDecisionRecord(
+        kind="epoch", subject_ref=f"epoch:{epoch}", outcome=DecisionOutcome.NOTED,
+        reason=f"started: {reason}" if started else reason, policy_version=selection.policy.version_tag,
+    )
+    return replace(selection, epoch=record, decisions=(*selection.decisions, decision))
 
 
 def _participant(candidates: CandidateSet, participant_id: str) -> ParticipantRecord:
@@ -119,13 +245,16 @@ def assemble(
     candidates: CandidateSet,
     counter: TokenCounter,
     raw_payloads: Mapping[str, bytes] | None = None,
+    previous: PreviousAssembly | None = None,
 ) -> AssemblyResult:
     """Both passes at once, for callers that already hold the raw payloads.
 
     ``raw_payloads`` must contain every artifact the selection plans to
     rehydrate; pass a mapping of all candidate payloads in tests and benchmarks.
+    ``previous`` is the participant's previous assembly (its epoch), as
+    :func:`select_context` takes it.
     """
-    selection = select_context(policy, boundary, candidates, counter)
+    selection = select_context(policy, boundary, candidates, counter, previous)
     payloads = raw_payloads or {}
     needed = {planned.artifact_id: payloads[planned.artifact_id] for planned in selection.rehydration
               if planned.artifact_id in payloads}

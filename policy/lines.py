@@ -2,7 +2,7 @@
 
 This module owns the text format of the runtime-context block: the section
 titles, the ``- `` bullet, the ``[m:<id>]`` citations, the markers (``STALE``,
-``CONFLICTS with``, the first-read label) and every line shape. The scripted
+``CONFLICTS with``) and every line shape. The scripted
 model (:mod:`activities.providers.scripted`) parses that text back and builds
 its patterns from the constants here, so a format change is made once.
 
@@ -14,11 +14,10 @@ assembly, and the assembly record keeps the full ids.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from enum import StrEnum
 
-from policy.derive import RESULT_SEPARATOR
 from policy.enums import ResolutionStatus, ToolCallStatus
 from policy.records import (
     ArtifactRecord,
@@ -103,8 +102,6 @@ CONFLICTS_MARKER = "CONFLICTS with"
 """Precedes the memories a current memory contradicts."""
 RECEIPT_STATUS = "ok"
 """What a receipt says after the call: it ran and succeeded."""
-FIRST_READ_LABEL = "whole result (first read)"
-"""Marks a memory whose unread result is shown whole instead of its summary."""
 
 
 def status_word(status: ToolCallStatus) -> str:
@@ -190,8 +187,14 @@ def receipt_line(call: ToolCallRecord, short: ShortIds) -> str:
     return f"{cite(RefKind.TOOL_CALL, short(call.id))} {call.name}({_args(call.arguments)}) {RECEIPT_STATUS}"
 
 
-def memory_line(memory: ToolMemoryRecord, short: ShortIds, conflicts: Iterable[str] = ()) -> str:
-    """A current tool memory: summary, and only the caveats that change its reading."""
+def memory_line(memory: ToolMemoryRecord, short: ShortIds, conflicts: Iterable[str] = (),
+                cited_as: Mapping[str, str] | None = None) -> str:
+    """A current tool memory: summary, and only the caveats that change its reading.
+
+    ``cited_as`` names a conflicting memory shown some other way (a result appended as its call's
+    native tool message is ``t:<call>``); the rest are ``m:<memory>``.
+    """
+    cited_as = cited_as or {}
     parts = [f"{cite(RefKind.MEMORY, short(memory.id))} {memory.summary}"]
     if memory.resolution is ResolutionStatus.MISSING_SOURCE:
         missing = ",".join(ref(RefKind.ARTIFACT, short(a)) for a in memory.source_artifact_ids)
@@ -203,7 +206,8 @@ def memory_line(memory: ToolMemoryRecord, short: ShortIds, conflicts: Iterable[s
         parts.append(f"(confidence {memory.confidence:.2f}{note})")
     others = sorted(conflicts)
     if others:
-        parts.append(f"{CONFLICTS_MARKER} " + ", ".join(ref(RefKind.MEMORY, short(o)) for o in others))
+        parts.append(f"{CONFLICTS_MARKER} " + ", ".join(cited_as.get(o) or ref(RefKind.MEMORY, short(o))
+                                                        for o in others))
     return " ".join(parts)
 
 
@@ -249,9 +253,3 @@ def withheld_evidence_line(artifact: ArtifactRecord, memory: ToolMemoryRecord, s
     """Requested evidence the route may not carry raw: the memory to use instead, and how to verify it."""
     return (f"{cite(RefKind.ARTIFACT, short(artifact.id))} raw {artifact.privacy.value} body withheld on this "
             f"route; use {cite(RefKind.MEMORY, short(memory.id))} and re-run {_revalidation(memory)} to verify")
-
-
-def first_read_line(memory_id: str, title: str, artifact_id: str, text: str, short: ShortIds) -> str:
-    """A memory whose unread result is shown whole: its citation and title, then the bytes."""
-    return (f"{cite(RefKind.MEMORY, short(memory_id))} {title}{RESULT_SEPARATOR}"
-            f"{cite(RefKind.ARTIFACT, short(artifact_id))} {FIRST_READ_LABEL}:\n{fenced(text)}")

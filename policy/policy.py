@@ -75,11 +75,12 @@ DEFAULT_FRESHNESS_TTL: dict[FreshnessClass, timedelta | None] = {
 class ContextPolicy(Record):
     """Every knob of context assembly; frozen, hashed, versioned."""
 
-    version: str = "dossier-default/3"
+    version: str = "dossier-default/4"
     """Human name of the rule set; bump it whenever a default changes."""
     routes: tuple[ProviderRoute, ...] = DEFAULT_ROUTES
-    default_token_budget: int = 4096
-    """Prompt token budget when the generation boundary sets none."""
+    default_token_budget: int = 8192
+    """Prompt token budget when the generation boundary sets none: the whole assembled context, the
+    epoch's prefix and its appended events together, stays within it."""
     message_window: int = 3
     """Most recent transcript messages kept verbatim (the current request and
     the exchange before it). Tool results, plans and open calls reach the
@@ -112,13 +113,26 @@ class ContextPolicy(Record):
     verbatim up to this length (the final line is kept whole)."""
     rehydration_item_bytes: int = 4096
     rehydration_total_bytes: int = 12288
-    unread_result_bytes: int = 6144
-    """A result the participant has not read yet (one its latest model call
-    asked for) is shown whole in place of its summary when it is at most this
-    big, its route may carry its raw bytes, and the budget left after
-    selection covers it. 0 turns first reads off. Later calls see the summary."""
-    unread_total_bytes: int = 12288
-    """Cap on the raw bytes of all unread results in one context."""
+    native_result_bytes: int = 6144
+    """The participant's own tool results after the epoch's boundary reach it as native tool
+    messages: the raw result when it is at most this big and its route may carry its raw
+    bytes, else the result's compact memory."""
+    native_compact: bool = True
+    """A structured (JSON, Python-literal) result shown whole is sent as its compact, lossless text
+    (``policy.compact``: the same values, tables for lists of records) when that saves 10% or more."""
+    epochs: bool = True
+    """Consecutive calls of a participant share a cache epoch: a stable prefix, then the events since,
+    appended natively (``policy/epochs.py``). False: every call starts a new epoch, assembled afresh."""
+    epoch_growth_tokens: int | None = None
+    """Optional cap on an epoch's appended part; past it the next call starts a new epoch. ``None``:
+    only the token budget (the whole context's) ends an epoch for size."""
+    own_step_text_chars: int | None = 0
+    """Text the participant wrote next to its own tool calls, kept in the appended part up to this
+    many characters. Text that only restates a call (a ReAct agent's action blob) is always left
+    out: the native call carries it. ``None`` keeps the rest whole, 0 drops it."""
+    epoch_supersession: str = Field(default="restart", pattern="^(restart|note)$")
+    """When an appended result supersedes a memory in the prefix: ``restart`` the epoch, or
+    ``note`` it right after the result (the prefix keeps the older line)."""
 
     def window_for(self, runtime_kind: RuntimeKind) -> int:
         """The transcript window for a runtime mode."""

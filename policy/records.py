@@ -408,8 +408,67 @@ class RehydrationItem(Record):
     artifact_id: str
     locator: Locator | None = None
     max_bytes: int
-    memory_id: str | None = None
-    """Set for an unread result: the memory whose line the raw result replaces."""
+    tool_call_id: str | None = None
+    """Set for a result shown natively: the tool call whose tool message carries the raw bytes."""
+
+
+class EpochRecord(Record):
+    """Where one assembly stands in its participant's cache epoch.
+
+    An epoch is a stable prefix (the governed context assembled when the epoch
+    started) followed by the events appended since, natively and in order.
+    Consecutive calls in one epoch share the prefix byte for byte, so a
+    provider's prompt cache reads it instead of billing it again.
+    """
+
+    epoch_id: str
+    """Stable for every assembly of the epoch."""
+    started: bool
+    """This assembly started the epoch (its prefix was assembled afresh)."""
+    reason: str
+    """Why the epoch started here, or ``continued``."""
+    boundary_seq: int
+    """Events are the records after this ``seq``; the prefix is assembled from the rest."""
+    started_snapshot_seq: int
+    """The graph snapshot the epoch started at: appended results newer than it never reshape the prefix."""
+    prefix_budget: int
+    """Tokens the prefix was selected within (the budget its first events left); kept for the whole epoch."""
+    prefix_messages: int
+    """How many leading messages form the prefix."""
+    prefix_digest: str
+    """sha256 over what the prefix was assembled from: equal digests, equal prefixes."""
+    prefix_items: tuple[str, ...] = ()
+    """``<ref>#<hash of its rendering>`` of each prefix part, in order (what a restart is diffed against)."""
+    appended_tokens: int = 0
+    """Tokens of the appended events."""
+    pending_calls: tuple[str, ...] = ()
+    """Tool calls appended with a placeholder result (their real result restarts the epoch)."""
+    cache_breakpoints: tuple[int, ...] = ()
+    """Message indexes after which a provider should cache (system prompt, prefix end, last message)."""
+
+
+class PreviousAssembly(Record):
+    """The participant's previous assembly on the branch: what an epoch continues from."""
+
+    snapshot_seq: int
+    policy_version: str
+    branch_id: str
+    provider_route: str
+    runtime_kind: RuntimeKind
+    epoch: EpochRecord
+
+    @classmethod
+    def of(cls, record: ContextAssemblyRecord, boundary: GenerationBoundary) -> PreviousAssembly:
+        """What the next call continues from, given this call's assembly record and boundary.
+
+        Raises:
+            ValueError: the record has no epoch (it predates epochs).
+        """
+        if record.epoch is None:
+            raise ValueError("an assembly without an epoch cannot be continued")
+        return cls(snapshot_seq=record.snapshot_seq, policy_version=record.policy_version,
+                   branch_id=boundary.branch_id, provider_route=boundary.provider_route,
+                   runtime_kind=boundary.runtime_kind, epoch=record.epoch)
 
 
 class ContextAssemblyRecord(Record):
@@ -428,6 +487,8 @@ class ContextAssemblyRecord(Record):
     omitted_counts: dict[str, int]
     content_sha256: str
     """Hash of the canonical provider messages: equal hashes, equal contexts."""
+    epoch: EpochRecord | None = None
+    """The cache epoch this assembly belongs to (``None`` for assemblies made before epochs)."""
 
 
 def canonical_json(value: Any) -> str:
@@ -442,6 +503,7 @@ __all__ = [
     "CheckpointRecord",
     "ContextAssemblyRecord",
     "DecisionOutcome",
+    "EpochRecord",
     "EvidenceRequest",
     "GenerationBoundary",
     "Lineage",
@@ -450,6 +512,7 @@ __all__ = [
     "MessageRecord",
     "ParticipantRecord",
     "PolicyDecisionRecord",
+    "PreviousAssembly",
     "RecordClass",
     "RehydrationItem",
     "SkillStateRecord",

@@ -4,9 +4,9 @@
    boundary requested, cited by a selected memory, allowed raw on the route,
    within a per-item and a total byte budget; a withheld body becomes a line
    saying what to use instead.
-9. **First reads**: :func:`plan_first_reads` shows a result the participant
-   has not read yet (:func:`unread_artifact_ids`) whole in place of its
-   summary, on the budget selection left over.
+9. **First reads** are the epoch's appended tool messages (:mod:`policy.native`):
+   a result the participant has not read yet reaches it whole, as the tool
+   message after its call, when its route may carry it raw and it fits the cap.
 
 Both only plan: the caller reads the planned bytes (``activities/context.py``
 verifies them against their hash) and :func:`policy.render.render_context`
@@ -21,15 +21,14 @@ import csv
 import io
 import json
 
-from policy.derive import FILE_CONTENT_TYPE, decode_payload
-from policy.enums import DecisionOutcome, MessageRole, OmissionReason, ToolCallStatus
+from policy.derive import decode_payload
+from policy.enums import DecisionOutcome, OmissionReason
 from policy.errors import DerivationError
 from policy.gates import Viewer, admit
 from policy.lines import ShortIds, withheld_evidence_line
 from policy.policy import ContextPolicy
 from policy.records import CandidateSet, GenerationBoundary, Locator, RehydrationItem, canonical_json
 from policy.selection import Item, Ledger
-from policy.tokens import TokenCounter
 
 
 def plan_rehydration(
@@ -97,116 +96,6 @@ def plan_rehydration(
         ledger.decide("rehydration", ref, DecisionOutcome.REHYDRATED,
                       f"exact evidence requested ({describe(request.locator)}), up to {size} bytes")
     return plan, notes
-
-
-def unread_artifact_ids(candidates: CandidateSet, participant_id: str) -> set[str]:
-    """Results the participant has not read: those its latest model call asked for.
-
-    The participant's newest assistant message on the lineage is its latest
-    model call. When that call requested tools, their results arrived after
-    the model last ran, so no context has shown them yet.
-    """
-    latest = None
-    for message in candidates.messages:
-        if (message.role is MessageRole.ASSISTANT and message.author_participant_id == participant_id
-                and (latest is None or message.seq > latest.seq)):
-            latest = message
-    if latest is None or not latest.tool_calls or latest.model_run_id is None:
-        return set()
-    return {
-        artifact.id for artifact in candidates.artifacts
-        if artifact.model_run_id == latest.model_run_id and artifact.owner_participant_id == participant_id
-        and artifact.seq > latest.seq
-    }
-
-
-_FENCE_TOKENS = 8
-"""Tokens a fenced raw block adds beyond its payload (fences, header words)."""
-
-
-def plan_first_reads(
-    policy: ContextPolicy,
-    candidates: CandidateSet,
-    viewer: Viewer,
-    kept: list[Item],
-    left: int,
-    counter: TokenCounter,
-    ledger: Ledger,
-    planned: list[RehydrationItem],
-) -> list[RehydrationItem]:
-    """Stage 9: a selected memory of an unread result shows the whole result.
-
-    Runs after selection on the budget selection left over, newest result
-    first, so it never displaces anything; a result too big for
-    ``unread_result_bytes``, the byte cap or the leftover budget, or whose
-    route may not carry raw bytes, stays a summary (with its locator).
-
-    Args:
-        policy: the first-read caps.
-        candidates: the graph slice.
-        viewer: from :func:`policy.admission.resolve_viewer`.
-        kept: the items the budget kept.
-        left: tokens the budget left unspent.
-        counter: the injected token counter.
-        ledger: receives a decision for every unread result considered.
-        planned: stage 8's plan; an artifact already planned is not read twice.
-
-    Returns:
-        Whole-result reads, each naming the memory it stands in for.
-    """
-    if policy.unread_result_bytes <= 0:
-        return []
-    unread = unread_artifact_ids(candidates, viewer.participant_id)
-    if not unread:
-        return []
-    artifacts = {artifact.id: artifact for artifact in candidates.artifacts}
-    memories = {memory.id: memory for memory in candidates.tool_memories}
-    already = {item.artifact_id for item in planned}
-    remaining = policy.unread_total_bytes
-    plan: list[RehydrationItem] = []
-    for item in sorted(kept, key=lambda item: (-item.seq, item.ref)):
-        kind, _, memory_id = item.ref.partition(":")
-        if kind != "memory" or item.section != "memory" or item.tier == 0:
-            continue  # a conflicting memory keeps its line: the CONFLICTS marker matters more
-        memory = memories[memory_id]
-        sources = [artifacts[a] for a in memory.source_artifact_ids if a in artifacts and a in unread]
-        if len(sources) != 1 or sources[0].id in already:
-            continue
-        artifact = sources[0]
-        ref = f"artifact:{artifact.id}"
-        if artifact.content_type == FILE_CONTENT_TYPE or artifact.status is not ToolCallStatus.SUCCEEDED:
-            continue  # a file handle's line already says all of it; an error shows as recovery state
-        denial = admit(artifact, artifact.privacy, viewer)
-        if denial:
-            ledger.deny("first_read", ref, denial)
-            continue
-        if artifact.privacy not in viewer.route.raw_allowed:
-            ledger.decide("first_read", ref, DecisionOutcome.OMITTED,
-                          f"unread result stays a summary: raw {artifact.privacy.value} not allowed on route "
-                          f"{viewer.route.name}", OmissionReason.RAW_PRIVACY)
-            continue
-        if artifact.result_bytes > min(policy.unread_result_bytes, remaining):
-            ledger.decide("first_read", ref, DecisionOutcome.OMITTED,
-                          f"unread result stays a summary: {artifact.result_bytes} bytes is over the "
-                          f"first-read cap", OmissionReason.RAW_BYTE_BUDGET)
-            continue
-        tokens = artifact.result_tokens or artifact.result_bytes // 3 + 1
-        extra = tokens + _FENCE_TOKENS - counter(item.text)
-        if extra > left:
-            ledger.decide("first_read", ref, DecisionOutcome.OMITTED,
-                          f"unread result stays a summary: {tokens} tokens do not fit the {left} left",
-                          OmissionReason.BUDGET)
-            continue
-        left -= max(extra, 0)
-        remaining -= artifact.result_bytes
-        plan.append(RehydrationItem(artifact_id=artifact.id, max_bytes=artifact.result_bytes, memory_id=memory.id))
-        ledger.decide("first_read", ref, DecisionOutcome.REHYDRATED,
-                      f"unread result of memory {memory.id}: shown whole ({artifact.result_bytes} bytes) "
-                      "in place of its summary")
-    return plan
-
-
-# --------------------------------------------------------------------------- exact slices
 
 
 def slice_payload(raw: bytes, locator: Locator | None) -> str:

@@ -13,23 +13,25 @@ Line shapes are :mod:`policy.lines`'.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from policy.enums import MessageRole
 from policy.errors import DerivationError
 from policy.legacy import legacy_message_count, legacy_token_count
+from policy.epochs import item_key
 from policy.lines import (
     SECTION_TITLES,
-    ShortIds,
     evidence_line,
-    first_read_line,
     section,
     unavailable_evidence_line,
 )
+from policy.native import render_events
 from policy.records import (
+    CandidateSet,
     ChatMessage,
     ContextAssemblyRecord,
+    ParticipantRecord,
     PolicyDecisionRecord,
     RehydrationItem,
     canonical_json,
@@ -37,8 +39,9 @@ from policy.records import (
 from policy.rehydration import bounded, describe, slice_payload
 from policy.selection import Item, Selection
 from policy.tokens import TokenCounter, count_messages
+from policy.validate import require_valid
 
-ASSEMBLER_VERSION = "dossier-assembler/1"
+ASSEMBLER_VERSION = "dossier-assembler/2"
 """Recorded on every ContextAssemblyRecord; bump it when the same inputs would assemble differently."""
 
 
@@ -63,6 +66,12 @@ def render_context(
 ) -> AssemblyResult:
     """Second pure pass: serialise the selection into provider messages.
 
+    The prefix first: the participant's prompt as its own system message (it
+    never changes, so its cache entry outlives every epoch), the runtime
+    sections as a second one, then the kept transcript in lineage order. Then
+    the epoch's appended events (:func:`policy.native.render_events`). The
+    list is checked against both providers' rules before it is returned.
+
     Args:
         selection: the output of :func:`policy.assembler.select_context`.
         raw_payloads: raw bytes for each planned rehydration, by artifact id.
@@ -76,48 +85,48 @@ def render_context(
 
     Raises:
         DerivationError: a planned payload is missing or its locator does not fit.
+        InvalidContextError: the messages break a rule OpenAI's or Anthropic's API enforces.
     """
     short = selection.short_ids
     unavailable = unavailable or {}
-    first_reads = {
-        f"memory:{planned.memory_id}": planned for planned in selection.rehydration
-        if planned.memory_id is not None and planned.artifact_id not in unavailable
-    }
-    titles = {f"memory:{memory.id}": memory.title for memory in selection.candidates.tool_memories}
-    sections: dict[str, list[str]] = {name: [] for name in SECTION_TITLES}
-    transcript: list[Item] = []
-    for item in selection.items:
-        if item.message is not None:
-            transcript.append(item)
-        elif item.ref in first_reads:
-            sections[item.section].append(_first_read(first_reads[item.ref], titles[item.ref], raw_payloads, short))
-        else:
-            sections[item.section].append(item.text)
+    sections = runtime_sections(selection)
     for planned in selection.rehydration:
-        if planned.memory_id is not None:
-            continue  # an unread result: rendered whole in its memory's place, or its summary stays
+        if planned.artifact_id not in unavailable and planned.artifact_id not in raw_payloads:
+            raise DerivationError(f"rehydration planned for artifact {planned.artifact_id} but no bytes given")
+        if planned.tool_call_id is not None:
+            continue  # an appended result shown whole: its tool message carries it
         if planned.artifact_id in unavailable:
             sections["evidence"].append(
                 unavailable_evidence_line(planned.artifact_id, unavailable[planned.artifact_id], short))
             continue
-        if planned.artifact_id not in raw_payloads:
-            raise DerivationError(f"rehydration planned for artifact {planned.artifact_id} but no bytes given")
         text = bounded(slice_payload(raw_payloads[planned.artifact_id], planned.locator), planned.max_bytes)
         sections["evidence"].append(evidence_line(planned.artifact_id, describe(planned.locator), text, short))
     sections["evidence"] += selection.raw_denials
 
-    blocks = [selection.participant.system_prompt] if selection.participant.system_prompt else []
-    for name, title in SECTION_TITLES.items():
-        if sections[name]:
-            blocks.append(section(title, sections[name]))
     messages: list[ChatMessage] = []
+    if selection.participant.system_prompt:
+        messages.append(ChatMessage(role=MessageRole.SYSTEM, content=selection.participant.system_prompt))
+    blocks = [section(title, sections[name]) for name, title in SECTION_TITLES.items() if sections[name]]
     if blocks:
         messages.append(ChatMessage(role=MessageRole.SYSTEM, content="\n\n".join(blocks)))
-    transcript.sort(key=lambda item: (item.seq, item.ref))
+    transcript = sorted((item for item in selection.items if item.message is not None),
+                        key=lambda item: (item.seq, item.ref))
     messages += [item.message for item in transcript if item.message is not None]
+    appended = render_events(selection.events, raw_payloads, unavailable, compact=selection.policy.native_compact)
+    messages = _conversation_opens_with_user(messages, appended)
+    prefix_end = len(messages) - 1
+    messages += appended
+    require_valid([m.to_openai() for m in messages])
 
     candidates = selection.candidates
     digest = hashlib.sha256(canonical_json([m.to_openai() for m in messages]).encode()).hexdigest()
+    breakpoints = sorted({index for index in (0 if selection.participant.system_prompt else -1, prefix_end,
+                                               len(messages) - 1) if index >= 0})
+    epoch = selection.epoch.model_copy(update={
+        "prefix_messages": prefix_end + 1,
+        "appended_tokens": count_messages(appended, counter),
+        "cache_breakpoints": tuple(breakpoints),
+    })
     record = ContextAssemblyRecord(
         policy_version=selection.policy.version_tag,
         assembler_version=ASSEMBLER_VERSION,
@@ -127,21 +136,67 @@ def render_context(
         legacy_tokens=legacy_token_count(candidates, selection.participant, counter),
         assembled_tokens=count_messages(messages, counter),
         token_budget=selection.token_budget,
-        selected_refs=tuple(sorted(item.ref for item in selection.items)),
+        selected_refs=tuple(sorted({item.ref for item in selection.items}
+                                   | {event.ref for event in selection.events.events})),
         rehydrated_refs=tuple(
-            f"artifact:{p.artifact_id}#{describe(p.locator).replace(' ', '=')}"
+            f"artifact:{p.artifact_id}#{'native' if p.tool_call_id else describe(p.locator).replace(' ', '=')}"
             for p in selection.rehydration
             if p.artifact_id not in unavailable
         ),
         omitted_counts=selection.omitted,
         content_sha256=digest,
+        epoch=epoch,
     )
     return AssemblyResult(messages=tuple(messages), record=record, decisions=selection.decisions)
 
 
-def _first_read(planned: RehydrationItem, title: str, raw_payloads: Mapping[str, bytes], short: ShortIds) -> str:
-    """A memory whose unread result is shown whole: its citation and title, then the bytes."""
-    if planned.artifact_id not in raw_payloads:
-        raise DerivationError(f"first read planned for artifact {planned.artifact_id} but no bytes given")
-    text = bounded(slice_payload(raw_payloads[planned.artifact_id], None), planned.max_bytes)
-    return first_read_line(planned.memory_id or "", title, planned.artifact_id, text, short)
+OPENING_NOTE = "Continue from the context above."
+"""The user turn put first when a conversation would otherwise open with the assistant (providers refuse that)."""
+
+
+def _conversation_opens_with_user(prefix: list[ChatMessage], appended: list[ChatMessage]) -> list[ChatMessage]:
+    """The prefix, with a user turn first in the conversation if it would open with the assistant."""
+    first = next((m for m in (*prefix, *appended) if m.role is not MessageRole.SYSTEM), None)
+    if first is None or first.role is MessageRole.USER:
+        return prefix
+    leading = sum(1 for m in prefix if m.role is MessageRole.SYSTEM)
+    return [*prefix[:leading], ChatMessage(role=MessageRole.USER, content=OPENING_NOTE), *prefix[leading:]]
+
+
+def runtime_sections(selection: Selection) -> dict[str, list[str]]:
+    """The runtime-context lines of the kept items, by section, in the order they render."""
+    sections: dict[str, list[str]] = {name: [] for name in SECTION_TITLES}
+    for item in selection.items:
+        if item.message is None:
+            sections[item.section].append(item.text)
+    return sections
+
+
+def prefix_parts(
+    participant: ParticipantRecord,
+    kept: Sequence[Item],
+    rehydration: Sequence[RehydrationItem],
+    raw_denials: Sequence[str],
+    candidates: CandidateSet,
+) -> list[str]:
+    """What the prefix is rendered from, part by part (:func:`policy.epochs.item_key`), in render order.
+
+    Two prefixes with the same parts render to the same messages: lines and
+    messages are keyed by their text, evidence by artifact, slice, cap and the
+    bytes' sha256 (read back hash-verified).
+    """
+    parts = [item_key("system", participant.system_prompt)] if participant.system_prompt else []
+    by_section: dict[str, list[Item]] = {name: [] for name in SECTION_TITLES}
+    for item in kept:
+        if item.message is None:
+            by_section[item.section].append(item)
+    for name in SECTION_TITLES:
+        parts += [item_key(item.ref, item.text) for item in by_section[name]]
+    sha = {artifact.id: artifact.sha256 for artifact in candidates.artifacts}
+    parts += [item_key(f"artifact:{p.artifact_id}", f"{describe(p.locator)}#{p.max_bytes}#{sha.get(p.artifact_id)}")
+              for p in rehydration if p.tool_call_id is None]
+    parts += [item_key("withheld", line) for line in raw_denials]
+    for item in sorted((i for i in kept if i.message is not None), key=lambda i: (i.seq, i.ref)):
+        message = item.message
+        parts.append(item_key(item.ref, f"{message.role.value}\n{message.content}" if message else ""))
+    return parts

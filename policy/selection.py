@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from policy.enums import CLASS_PRIORITY, DecisionOutcome, OmissionReason, RecordClass
 from policy.gates import Denial
@@ -22,11 +22,15 @@ from policy.policy import ContextPolicy
 from policy.records import (
     CandidateSet,
     ChatMessage,
+    EpochRecord,
     GenerationBoundary,
     ParticipantRecord,
     PolicyDecisionRecord,
     RehydrationItem,
 )
+
+if TYPE_CHECKING:  # policy.native plans the appended part and needs this module's stages first
+    from policy.native import EventsPlan
 
 
 @dataclass(frozen=True)
@@ -94,13 +98,21 @@ class Selection:
     candidates: CandidateSet
     participant: ParticipantRecord
     items: tuple[Item, ...]
+    """The prefix's kept items (runtime lines and transcript messages)."""
     rehydration: tuple[RehydrationItem, ...]
+    """Raw bytes to read: the prefix's evidence, then the appended results shown whole."""
     raw_denials: tuple[str, ...]
     """Lines explaining raw evidence withheld (privacy), rendered for the model."""
     decisions: tuple[PolicyDecisionRecord, ...]
     omitted: dict[str, int]
     token_budget: int
     short_ids: ShortIds
+    events: EventsPlan
+    """The appended part: events after the epoch's boundary, as native messages."""
+    epoch: EpochRecord
+    """The epoch this call belongs to (render fills in the prefix's length and the breakpoints)."""
+    prefix_tokens: int = 0
+    """Estimated tokens of the prefix: the system prompt and the kept items (the budget's count)."""
 
 
 class _Sequenced(Protocol):

@@ -66,3 +66,17 @@ def default_visibility(runtime_kind: RuntimeKind) -> VisibilityScope:
     if runtime_kind in (RuntimeKind.MULTI_MODEL, RuntimeKind.DISCUSSION, RuntimeKind.SUBAGENT_CHILD):
         return VisibilityScope.PARTICIPANT_PRIVATE
     return VisibilityScope.BRANCH
+
+
+def wire_name(name: str) -> str:
+    """A tool's name as provider APIs accept it: ``workspace.read_csv`` -> ``workspace__read_csv``.
+
+    OpenAI and Anthropic function names may only hold ``[A-Za-z0-9_-]``; Dossier's
+    names are dotted, and a double underscore encodes the dot.
+    """
+    return name.replace(".", "__")
+
+
+def canonical_name(wire: str) -> str:
+    """The tool name behind a wire name (the inverse of :func:`wire_name`); canonical names pass through."""
+    return wire.replace("__", ".")

@@ -17,7 +17,7 @@ from policy.records import CandidateSet, ChatMessage, GenerationBoundary, Messag
 from policy.selection import Item, Ledger, by_seq
 
 DIRECTIVE_SEPARATOR = " directive: "
-"""``<label> directive: <text>``: a moderator directive, as a system message."""
+"""``<label> directive: <text>``: a moderator directive, as a labelled user turn."""
 SPEAKER_SEPARATOR = ": "
 """``<label>: <text>``: a labelled speaker (another participant, a named user)."""
 
@@ -76,7 +76,7 @@ def transcript_items(
     items: list[Item] = []
     for index, message in enumerate(visible):
         ref = f"message:{message.id}"
-        chat = _chat_message(message, participant, policy.max_message_chars)
+        chat = chat_message(message, participant, policy.max_message_chars)
         if message.is_directive:
             items.append(Item(ref, "transcript", RecordClass.POLICY, True, 0, message.seq, message=chat))
         elif message.seq == last_user:
@@ -93,17 +93,25 @@ def transcript_items(
     return items
 
 
-def _chat_message(message: MessageRecord, participant: ParticipantRecord, max_chars: int) -> ChatMessage:
-    """A transcript message as this participant should read it."""
+def chat_message(message: MessageRecord, participant: ParticipantRecord, max_chars: int) -> ChatMessage:
+    """A transcript message as this participant should read it.
+
+    Only the participant's own words read as assistant turns. A directive, a
+    labelled user, another participant and a mid-conversation system message
+    read as labelled user turns: providers take system text only before the
+    conversation, and another model's answer is not the reader's own.
+    """
     content = message.content
     if len(content) > max_chars:
         content = content[:max_chars] + f"\n[message cut at {max_chars} of {len(message.content)} chars]"
     label = message.speaker_label
     if message.is_directive:
-        return ChatMessage(role=MessageRole.SYSTEM, content=f"{label or 'Moderator'}{DIRECTIVE_SEPARATOR}{content}")
+        return ChatMessage(role=MessageRole.USER, content=f"{label or 'Moderator'}{DIRECTIVE_SEPARATOR}{content}")
     if message.role is MessageRole.ASSISTANT and message.author_participant_id != participant.id:
         # Another participant spoke: keep who said it, and do not present it as our own words.
         return ChatMessage(role=MessageRole.USER, content=f"{label or 'Assistant'}{SPEAKER_SEPARATOR}{content}")
+    if message.role is MessageRole.SYSTEM:
+        return ChatMessage(role=MessageRole.USER, content=f"{label or 'System'}{SPEAKER_SEPARATOR}{content}")
     if label and message.role is MessageRole.USER:
         return ChatMessage(role=MessageRole.USER, content=f"{label}{SPEAKER_SEPARATOR}{content}")
     return ChatMessage(role=message.role, content=content)

@@ -9,7 +9,13 @@ from sqlalchemy import insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from policy.enums import RuntimeKind
-from policy.records import ContextAssemblyRecord, GenerationBoundary, PolicyDecisionRecord
+from policy.records import (
+    ContextAssemblyRecord,
+    EpochRecord,
+    GenerationBoundary,
+    PolicyDecisionRecord,
+    PreviousAssembly,
+)
 from store._sql import get_row, insert_once, new_id, translate_errors
 from store.convert import to_stored_assembly
 from store.errors import IntegrityViolation
@@ -175,3 +181,44 @@ async def list_context_assemblies(
         for decision in found:
             decisions[decision.context_assembly_id].append(decision)
     return [to_stored_assembly(row, decisions[row.id]) for row in rows]
+
+
+@translate_errors
+async def previous_assembly(
+    session: AsyncSession,
+    account_id: str,
+    branch_id: str,
+    participant_id: str,
+    *,
+    before_seq: int,
+) -> PreviousAssembly | None:
+    """The participant's latest assembly on a branch before a snapshot: what a call at that snapshot continues.
+
+    Args:
+        session: the caller's session.
+        account_id: the owning account.
+        branch_id: the branch.
+        participant_id: the participant.
+        before_seq: only assemblies of snapshots strictly before this ``seq``, so assembling a snapshot
+            again (a retried activity, an audit's replay) finds the same previous call as the first time.
+
+    Returns:
+        The previous assembly's epoch and boundary, or ``None`` when there is none or it predates epochs.
+    """
+    stmt = select(ContextAssembly).where(
+        ContextAssembly.account_id == account_id,
+        ContextAssembly.branch_id == branch_id,
+        ContextAssembly.participant_id == participant_id,
+        ContextAssembly.snapshot_seq < before_seq,
+    )
+    row = await session.scalar(
+        stmt.order_by(ContextAssembly.snapshot_seq.desc(), ContextAssembly.created_at.desc(), ContextAssembly.id)
+        .limit(1)
+    )
+    if row is None or row.epoch is None:
+        return None
+    return PreviousAssembly(
+        snapshot_seq=row.snapshot_seq, policy_version=row.policy_version, branch_id=row.branch_id,
+        provider_route=row.provider_route, runtime_kind=RuntimeKind(row.runtime_kind),
+        epoch=EpochRecord.model_validate(row.epoch),
+    )

@@ -6,7 +6,12 @@ commits. The functions live in small modules by entity; this module only
 gathers them.
 """
 
-from store.assemblies import get_context_assembly, list_context_assemblies, save_context_assembly
+from store.assemblies import (
+    get_context_assembly,
+    list_context_assemblies,
+    previous_assembly,
+    save_context_assembly,
+)
 from store.bulk import GraphBatch
 from store.branches import fork_branch, get_branch, list_branches, load_lineage, reparent_branch
 from store.candidates import DEFAULT_LIMITS, CandidateLimits, load_candidates
@@ -101,6 +106,7 @@ __all__ = [
     "next_seq",
     "put_checkpoint",
     "put_skill_state",
+    "previous_assembly",
     "put_user_memory",
     "read_artifact_payload",
     "record_tool_call",

@@ -32,21 +32,11 @@ from activities.tools.base import (
     ToolResult,
     UnknownToolError,
 )
-from policy.tools import ToolCatalog
+from policy.tools import ToolCatalog, canonical_name, wire_name
 
 _CANONICAL = re.compile(r"[A-Za-z][A-Za-z0-9-]*(?:_[A-Za-z0-9-]+)*(?:\.[A-Za-z][A-Za-z0-9-]*(?:_[A-Za-z0-9-]+)*)*")
 """Dotted segments of letters, digits, ``-`` and single ``_`` (a double ``_`` encodes the dot)."""
 _WIRE_MAX = 64
-
-
-def wire_name(name: str) -> str:
-    """The OpenAI-safe function name of a tool: ``workspace.read_csv`` -> ``workspace__read_csv``."""
-    return name.replace(".", "__")
-
-
-def canonical_name(wire: str) -> str:
-    """The tool name behind a wire name (the inverse of :func:`wire_name`); canonical names pass through."""
-    return wire.replace("__", ".")
 
 
 class ToolRegistry:

@@ -37,7 +37,10 @@ from dossier.runtime import open_graph
 from dossier.settings import Settings
 from policy.assembler import render_context, select_context
 from policy.enums import MessageRole, RuntimeKind, ToolCallStatus
-from policy.records import GenerationBoundary, ToolCallRequest
+from policy.policy import ContextPolicy
+from policy.records import GenerationBoundary, PreviousAssembly, ToolCallRequest
+from policy.tools import wire_name
+from policy.validate import provider_problems
 from policy.tokens import MESSAGE_OVERHEAD_TOKENS
 from store import conversations, messages as message_store
 
@@ -170,16 +173,38 @@ class _Import:
         self.artifacts[message["tool_call_id"]] = ingested.artifact.id
 
 
-async def _reassemble(deps: GraphDeps, boundary: GenerationBoundary, candidates, budget: int,
-                      cache: dict[str, bytes]):
-    """The same policy on the same candidate snapshot with another budget (pure; not persisted).
+async def _reassemble(deps: GraphDeps, boundary: GenerationBoundary, candidates, budget: int | None,
+                      cache: dict[str, bytes], previous: PreviousAssembly | None, policy: ContextPolicy | None = None):
+    """The same candidate snapshot under another budget or policy, in the variant's own epoch (not persisted).
 
-    ``cache`` holds the raw bytes already read for this call, so the variants read each object once.
+    ``cache`` holds the raw bytes already read for this call, so the variants read each object once;
+    ``previous`` is the variant's own previous call (each variant is a participant of its own).
     """
-    bounded = boundary.model_copy(update={"token_budget": budget})
-    selection = select_context(deps.policy, bounded, candidates, deps.counter)
+    bounded = boundary.model_copy(update={"token_budget": budget}) if budget is not None else boundary
+    selection = select_context(policy or deps.policy, bounded, candidates, deps.counter, previous)
     raw, unavailable = await read_planned_payloads(deps, boundary.account_id, selection, cache)
     return render_context(selection, raw, deps.counter, unavailable)
+
+
+def provider_invalid(messages: Sequence[dict[str, Any]]) -> list[str]:
+    """Why OpenAI's or Anthropic's API would refuse ``messages`` (empty: both accept them).
+
+    Tool names are checked as a client sends them (dots encoded, :func:`policy.tools.wire_name`):
+    WorkBench's dotted names are the data's, not a strategy's, choice.
+    """
+    sendable = []
+    for message in messages:
+        calls = message.get("tool_calls")
+        if calls:
+            message = {**message, "tool_calls": [
+                {**call, "function": {**call["function"], "name": wire_name(call["function"]["name"])}}
+                if "function" in call else {**call, "name": wire_name(call.get("name", ""))} for call in calls]}
+        sendable.append(message)
+    return provider_problems(sendable)
+
+
+NO_EPOCHS = "dossier-no-epochs"
+"""The ablation: Dossier's policy with every call starting a new epoch (assembled afresh, as before epochs)."""
 
 
 def _dossier_reason(result, importer: _Import, trace: dict[str, Any], ref) -> str:
@@ -234,10 +259,12 @@ async def run_trace(deps: GraphDeps, account_id: str, trace: dict[str, Any], pee
     counter = deps.counter
     prompts: dict[str, list[Prompt]] = defaultdict(list)
 
-    def sent(name: str, messages: list[dict[str, Any]], breakpoints: tuple[int, ...] | None = None) -> None:
+    def sent(name: str, messages: list[dict[str, Any]], breakpoints: tuple[int, ...] | None = None) -> list[str]:
+        """Bill ``messages`` as ``name``'s next request; returns why a provider would refuse it."""
         if encode is not None:
             prompts[name].append(Prompt(message_blocks(messages, encode),
                                         breakpoints if breakpoints is not None else transcript_breakpoints(messages)))
+        return provider_invalid(messages)
 
     importer = _Import(deps, account_id, trace)
     await importer.open()
@@ -248,6 +275,9 @@ async def run_trace(deps: GraphDeps, account_id: str, trace: dict[str, Any], pee
     calls = {c.message_index: c for c in trace_calls(trace_messages)}
     full = FullReplay()
     rows: list[CallRow] = []
+    previous: dict[str, PreviousAssembly | None] = defaultdict(lambda: None)
+    """Each Dossier variant's previous call: its epoch."""
+    no_epochs = deps.policy.model_copy(update={"epochs": False})
     for index, message in enumerate(trace_messages):
         run_id = None
         call = calls.get(index)
@@ -257,32 +287,38 @@ async def run_trace(deps: GraphDeps, account_id: str, trace: dict[str, Any], pee
             row = CallRow(trajectory=trace.get("id", ""), source=trace.get("source", ""), call=call.index,
                           calls_in_trajectory=len(calls))
             full_messages = full.context(before)
-            sent(full.name, full_messages)
+            invalid = sent(full.name, full_messages)
             row.add(full.name, count_tokens(full_messages, counter), system_tokens,
-                    _outcomes("\n".join(map(message_text, full_messages)), call, lambda r: "not in transcript"))
+                    _outcomes("\n".join(map(message_text, full_messages)), call, lambda r: "not in transcript"),
+                    invalid)
             peer_tokens: dict[str, int] = {}
             for peer in peers:
                 context = peer.context(before)
-                sent(peer.name, context)
+                invalid = sent(peer.name, context)
                 tokens = count_tokens(context, counter)
                 peer_tokens[peer.name] = tokens
                 row.add(peer.name, tokens, system_tokens,
                         _outcomes("\n".join(map(message_text, context)), call,
-                                  lambda r, c=context: _peer_reason(c, r, trace_messages)))
+                                  lambda r, c=context: _peer_reason(c, r, trace_messages)), invalid)
             # Dossier: assemble from the graph as it stands before call k is written.
-            assembled = await assemble_context(deps, importer.boundary(index, run_id))
+            boundary = importer.boundary(index, run_id)
+            assembled = await assemble_context(deps, boundary)
             row.assembly_id = assembled.assembly_id
             variants = [("dossier", assembled.result)]
             payloads: dict[str, bytes] = {}
+            variants.append((NO_EPOCHS, await _reassemble(deps, boundary, assembled.candidates, None, payloads,
+                                                          previous[NO_EPOCHS], no_epochs)))
             for name, budget in peer_tokens.items():
                 variants.append((f"dossier@{name}", await _reassemble(
-                    deps, importer.boundary(index, run_id), assembled.candidates, budget, payloads)))
+                    deps, boundary, assembled.candidates, budget, payloads, previous[f"dossier@{name}"])))
             for name, result in variants:
+                previous[name] = PreviousAssembly.of(result.record, boundary)
                 context = result.to_openai()
-                sent(name, context)
+                epoch = result.record.epoch
+                invalid = sent(name, context, epoch.cache_breakpoints if epoch else None)
                 row.add(name, count_tokens(context, counter), system_tokens,
                         _outcomes("\n".join(map(message_text, context)), call,
-                                  lambda r, res=result: _dossier_reason(res, importer, trace, r)))
+                                  lambda r, res=result: _dossier_reason(res, importer, trace, r)), invalid)
             rows.append(row)
         await importer.write(index, message, run_id)
     for name, sequence in prompts.items():
@@ -331,6 +367,8 @@ async def run_traces_with(
     parameters["dossier"] = {"policy": deps.policy.version, "token_budget": deps.policy.default_token_budget,
                              "provider_route": PROVIDER_ROUTE,
                              "tool_specs": "ToolCatalog default for every tool (none declared)"}
+    parameters[NO_EPOCHS] = {"policy": f"{deps.policy.version} with epochs=false",
+                             "assembly": "every call starts a new epoch: assembled afresh from the graph"}
     for p in peers:
         parameters[f"dossier@{p.name}"] = {
             "policy": deps.policy.version, "token_budget": f"{p.name}'s prompt tokens at the same call",

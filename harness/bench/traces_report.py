@@ -53,9 +53,11 @@ class CallRow:
     assembly_id: str = ""
     """The persisted ContextAssembly of Dossier's default-policy context (for audit)."""
 
-    def add(self, name: str, prompt_tokens: int, system_tokens: int, refs: list[RefOutcome]) -> None:
+    def add(self, name: str, prompt_tokens: int, system_tokens: int, refs: list[RefOutcome],
+            invalid: list[str] | None = None) -> None:
         """Record a strategy; history = prompt minus the (unchanged) system prompt."""
-        self.strategies[name] = StrategyCall(prompt_tokens, max(0, prompt_tokens - system_tokens), refs)
+        self.strategies[name] = StrategyCall(prompt_tokens, max(0, prompt_tokens - system_tokens), refs,
+                                             invalid=list(invalid or ()))
 
     def to_json(self) -> dict[str, Any]:
         """Flat per-call data (for plots)."""

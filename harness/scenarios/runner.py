@@ -100,11 +100,11 @@ class ScenarioOutcome:
 
 
 def context_text(chat: tuple[ChatMessage, ...] | list[ChatMessage]) -> str:
-    """Everything a model would read in ``chat``: contents and tool-call arguments."""
+    """Everything a model would read in ``chat``: contents, tool-call ids, names and arguments."""
     parts: list[str] = []
     for message in chat:
         parts.append(message.content or "")
-        parts += [f"{call.name} {call.arguments}" for call in message.tool_calls]
+        parts += [f"{call.call_id} {call.name} {call.arguments}" for call in message.tool_calls]
     return "\n".join(parts)
 
 

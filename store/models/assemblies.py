@@ -40,6 +40,9 @@ class ContextAssembly(Base):
         ),
         Index("ix_context_assemblies_account_id_model_run_id", "account_id", "model_run_id"),
         Index("ix_context_assemblies_account_id_branch_id", "account_id", "branch_id"),
+        # The previous assembly of a participant on a branch: what its next call's epoch continues.
+        Index("ix_context_assemblies_participant_latest", "account_id", "branch_id", "participant_id",
+              "snapshot_seq"),
     )
 
     id: Mapped[str] = id_column(primary_key=True)
@@ -64,6 +67,8 @@ class ContextAssembly(Base):
     rehydrated_refs: Mapped[list[str]] = mapped_column(ARRAY(Text), server_default=text("'{}'"))
     omitted_counts: Mapped[dict[str, Any]] = mapped_column(server_default=text("'{}'::jsonb"))
     content_sha256: Mapped[str]
+    epoch: Mapped[dict[str, Any] | None] = mapped_column(nullable=True)
+    """``EpochRecord``: the participant's cache epoch this assembly belongs to."""
     messages: Mapped[list[Any]] = mapped_column(
         server_default=text("'[]'::jsonb"), deferred=True, deferred_raiseload=True
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import os
 import signal
 import subprocess
@@ -68,11 +69,17 @@ async def _artifact_counts(client: DossierClient, tool_call_ids: tuple[str, ...]
     return {tool_call_id: count for tool_call_id, count in rows.all()}
 
 
-async def _assembly_text(client: DossierClient, model_run_id: str) -> str:
+async def _assembly_messages(client: DossierClient, model_run_id: str) -> list[dict]:
     async with client.deps.sessions() as session:
         run = await messages.get_model_run(session, client.account_id, model_run_id)
         stored = await get_context_assembly(session, client.account_id, run.context_assembly_id, with_messages=True)
-    return "\n".join(message.get("content") or "" for message in stored.messages)
+    return stored.messages
+
+
+async def _assembly_text(client: DossierClient, model_run_id: str) -> str:
+    """Every message's text and tool calls, as the model read them."""
+    return "\n".join((message.get("content") or "") + json.dumps(message.get("tool_calls") or "")
+                     for message in await _assembly_messages(client, model_run_id))
 
 
 async def _history_bytes(env: WorkflowEnvironment, workflow_id: str) -> tuple[int, bytes]:
@@ -98,7 +105,8 @@ async def test_chat_turn_runs_a_multi_step_tool_loop_with_ids_only_history(
         for run_id in result.model_run_ids:
             run = await messages.get_model_run(session, dossier.account_id, run_id)
             assert run.workflow_id == outcome.workflow_id and run.context_assembly_id
-    assert "[m:" in outcome.answer  # the answer cites the memories it used
+    # The answer cites the results it used: memories of the prefix, its own calls' native results.
+    assert re.search(r"\[[mt]:[0-9a-f]{8}\]", outcome.answer)
     # The history carries ids, not the CSV it read or the prompts it assembled.
     size, raw = await _history_bytes(temporal_env, outcome.workflow_id)
     assert b"order_id" not in raw and b"revenue_eur" not in raw and b"You are" not in raw
@@ -182,7 +190,7 @@ async def test_a_deferred_tool_waits_durably_and_stays_visible_while_pending(dos
     status = await dossier.chat("Where are we on this, what's still pending?",
                                 conversation_id=pending.conversation_id, model="scripted:picker")
     seen = await _assembly_text(dossier, status.result.model_run_ids[-1])
-    assert "DEFERRED" in seen and "user.pick_file" in seen
+    assert "the call is deferred" in seen and "user__pick_file" in seen
     await dossier.answer(tool_call_id, json.dumps({"path": "sales/2026-q2-orders.csv"}))
     done = await dossier.wait_turn(pending)
     assert done.result.status == "answered"

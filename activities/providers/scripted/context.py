@@ -15,7 +15,7 @@ step asks: is my tool call done, waiting, failed, or still to do?
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from activities.providers.scripted.lines import (
@@ -25,11 +25,13 @@ from activities.providers.scripted.lines import (
     parse_call,
     parse_checkpoint,
     parse_memory,
+    parse_native,
     title_value,
 )
 from policy.enums import MessageRole, ToolCallStatus
 from policy.lines import BULLET, RECEIPT_STATUS, SECTION_TITLES, RefKind, ref, status_word
-from policy.records import ChatMessage
+from policy.native import SAME_TEXT
+from policy.records import ChatMessage, ToolCallRequest
 from policy.transcript import DIRECTIVE_SEPARATOR, SPEAKER_SEPARATOR
 
 _SECTION_OF_TITLE = {title: name for name, title in SECTION_TITLES.items()}
@@ -41,6 +43,7 @@ _LABEL = r"(?P<label>[A-Z][\w .'-]{0,40})"
 _DIRECTIVE = re.compile(_LABEL + re.escape(DIRECTIVE_SEPARATOR) + r"(?P<text>.*)", re.DOTALL)
 _SPEAKER = re.compile(_LABEL + re.escape(SPEAKER_SEPARATOR) + r"(?P<text>.*)", re.DOTALL)
 _FAILED = status_word(ToolCallStatus.FAILED)
+_SAME = re.compile(re.escape(SAME_TEXT.split("{", 1)[0]) + r"\[(?P<call>[^\]\s]+)\] above.*", re.DOTALL)
 
 State = Literal["todo", "waiting", "failed", "done"]
 
@@ -175,18 +178,18 @@ def read_context(messages: tuple[ChatMessage, ...] | list[ChatMessage]) -> Conte
         ``other_lines``; parsing never fails.
     """
     messages = list(messages)
-    runtime = ""
-    if messages and messages[0].role is MessageRole.SYSTEM:
-        first = messages[0].content or ""
-        # A directive renders as a system message too; only the runtime message carries sections.
-        if not _DIRECTIVE.match(first) or any(line in _SECTION_OF_TITLE for line in first.split("\n")):
-            runtime = first
-            messages = messages[1:]
+    leading = 0
+    while leading < len(messages) and messages[leading].role is MessageRole.SYSTEM:
+        leading += 1
+    # The participant's prompt, then the runtime sections: one text, as they were written.
+    runtime = "\n\n".join(m.content or "" for m in messages[:leading])
+    conversation = messages[leading:]
     directives = tuple(
         found.group("text")
-        for message in messages
-        if message.role is MessageRole.SYSTEM and (found := _DIRECTIVE.match(message.content or ""))
+        for message in conversation
+        if message.role is MessageRole.USER and (found := _DIRECTIVE.fullmatch(message.content or ""))
     )
+    native_memories, native_calls = _native_results(conversation)
     prompt, items = _split_sections(runtime)
     memories: list[MemoryLine] = []
     stale: list[MemoryLine] = []
@@ -211,13 +214,41 @@ def read_context(messages: tuple[ChatMessage, ...] | list[ChatMessage]) -> Conte
             other.append(f"{section}: {text.removeprefix(BULLET)}")
     return ContextView(
         system_prompt=prompt,
-        memories=tuple(memories + stale),
-        calls=tuple(calls),
+        # Appended results are the newest: they come first, as newer memories do in the sections.
+        memories=tuple(native_memories + memories + stale),
+        calls=tuple(native_calls + calls),
         checkpoints=tuple(checkpoints),
         other_lines=tuple(other),
-        transcript=tuple(m for m in messages if m.role is not MessageRole.SYSTEM),
+        transcript=tuple(m for m in conversation if m.role is not MessageRole.TOOL),
         directives=directives,
     )
+
+
+def _native_results(conversation: list[ChatMessage]) -> tuple[list[MemoryLine], list[CallLine]]:
+    """The participant's own tool steps after the prefix: each tool message read as its call's result.
+
+    Returns:
+        Memories (newest first) and open calls, as :func:`parse_native` reads them.
+    """
+    requests: dict[str, ToolCallRequest] = {}
+    read: dict[str, MemoryLine | CallLine] = {}
+    memories: list[MemoryLine] = []
+    calls: list[CallLine] = []
+    for message in conversation:
+        for request in message.tool_calls:
+            requests[request.call_id] = request
+        if message.role is MessageRole.TOOL and message.tool_call_id in requests:
+            request = requests[message.tool_call_id]
+            same = _SAME.fullmatch(message.content or "")
+            earlier = read.get(same.group("call")) if same else None  # by its cite, t:<id>
+            if isinstance(earlier, MemoryLine):  # identical bytes shown above: the same result, cited anew
+                parsed: MemoryLine | CallLine = replace(
+                    earlier, ref=ref(RefKind.TOOL_CALL, request.call_id.removeprefix("call_")[:8]))
+            else:
+                parsed = parse_native(request, message.content or "")
+            read[ref(RefKind.TOOL_CALL, request.call_id.removeprefix("call_")[:8])] = parsed
+            (memories if isinstance(parsed, MemoryLine) else calls).append(parsed)
+    return list(reversed(memories)), list(reversed(calls))
 
 
 def _split_sections(runtime: str) -> tuple[str, list[tuple[str, str]]]:

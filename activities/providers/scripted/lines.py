@@ -29,6 +29,7 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any, Literal
 
+from policy.compact import CompactParseError, parse_compact, to_json
 from policy.derive import (
     FAILED_SEPARATOR,
     FILE_HANDLE_PREFIX,
@@ -43,9 +44,11 @@ from policy.derive import (
     title_value,
 )
 from policy.enums import UNRESOLVED_STATUSES, ToolCallStatus
-from policy.lines import FIRST_READ_LABEL, RECEIPT_STATUS, STALE_MARKER, RefKind, status_word
-from policy.records import canonical_json
-from policy.tools import ToolSpec
+from policy.lines import RECEIPT_STATUS, STALE_MARKER, RefKind, status_word
+from policy.lines import ref as ref_of
+from policy.native import ERROR_TEXT, PENDING_TEXT, SUMMARY_TEXT, WITHHELD_TEXT
+from policy.records import ToolCallRequest, canonical_json
+from policy.tools import ToolSpec, canonical_name
 
 
 def _one_of(*texts: str) -> str:
@@ -72,9 +75,14 @@ _CALL = re.compile(
     + _one_of(RECEIPT_STATUS, *sorted(status_word(status) for status in UNRESOLVED_STATUSES))
     + r")(?P<detail>.*)", re.DOTALL)
 _CHECKPOINT = re.compile(r"(?P<kind>\w+): (?P<state>\{.*\})(?: refs (?P<refs>.*))?", re.DOTALL)
-_FIRST_READ = re.compile(
-    r"\[" + re.escape(RefKind.ARTIFACT) + r":\S+\] " + re.escape(FIRST_READ_LABEL)
-    + r":\n(?P<fence>`{3,})\n(?P<raw>.*)\n(?P=fence)", re.DOTALL)
+_NATIVE_ERROR = re.compile(re.escape(ERROR_TEXT.split("{", 1)[0]) + r"(?P<attempts>\d+) attempt", re.DOTALL)
+_NATIVE_PENDING = re.compile(re.escape(PENDING_TEXT.split("{", 1)[0]) + r"(?P<status>\w+)(?P<detail>.*)"
+                             + re.escape(PENDING_TEXT.rsplit("}", 1)[1]), re.DOTALL)
+_NATIVE_SUMMARY = re.compile(r"\[" + re.escape(RefKind.MEMORY) + r":(?P<id>[^\]\s]+)\] (?P<line>.*)"
+                             + re.escape(SUMMARY_TEXT.split("}", 1)[1].split("{", 1)[0]) + r".*", re.DOTALL)
+_NATIVE_WITHHELD = WITHHELD_TEXT.split("{", 1)[0]
+_NATIVE_STALE = re.compile(r"\[" + re.escape(RefKind.MEMORY) + r":(?P<id>[^\]\s]+)\] (?P<line>" + re.escape(STALE_MARKER)
+                           + r".*)", re.DOTALL)
 _TITLE_ARG = re.compile(r", (?=[A-Za-z_]\w*=)")
 
 
@@ -102,10 +110,10 @@ class MemoryLine:
     """The title's arguments, as rendered."""
     args_clipped: bool = False
     result: str = ""
-    """The summary after ``→`` (or the error after ``FAILED:``); for a first
-    read, the summary the deriver writes for the whole result shown."""
+    """The summary after ``→`` (or the error after ``FAILED:``); for a whole
+    result shown natively, the summary the deriver writes for it."""
     raw: str | None = None
-    """The whole result, when the context shows it (a first read)."""
+    """The whole result, when the context shows it (a native tool message)."""
     failed: bool = False
     stale: bool = False
     subagent: str | None = None
@@ -116,6 +124,8 @@ class MemoryLine:
     file_name: str | None = None
     file_bytes: int | None = None
     file_uri: str | None = None
+    text_attempts: int | None = None
+    """For a failed call's native tool message: the attempts it says were made."""
 
     @property
     def cite(self) -> str:
@@ -238,14 +248,62 @@ def parse_memory(ref: str, text: str) -> MemoryLine:
                           file_uri=handle.group("uri"))
     if result := _RESULT.fullmatch(text):
         parsed, clipped = _title_args(result.group("args"))
-        rest = result.group("rest").strip()
-        raw = None
-        if first := _FIRST_READ.fullmatch(rest):
-            raw = first.group("raw")
-            rest = read_whole(result.group("tool"), parsed, raw)
         return MemoryLine(ref, text, tool=result.group("tool"), args=parsed, args_clipped=clipped,
-                          result=rest, failed=result.group("sep") == FAILED_SEPARATOR, raw=raw)
+                          result=result.group("rest").strip(), failed=result.group("sep") == FAILED_SEPARATOR)
     return MemoryLine(ref, text)
+
+
+def parse_native(call: ToolCallRequest, content: str) -> MemoryLine | CallLine:
+    """A native tool message (the result of the participant's own call), as a memory or an open call.
+
+    The tool message is the call's result as :mod:`policy.native` rendered it:
+    the raw bytes (read through the deriver, as a script reads summaries), the
+    result's memory line, a failed call's error, a placeholder for a call
+    still open, or a withheld notice. It is cited by its call (``[t:<id>]``).
+    """
+    tool = canonical_name(call.name)
+    args = {key: title_value(value) for key, value in call.arguments.items()}
+    cited = ref_of(RefKind.TOOL_CALL, call.call_id.removeprefix("call_")[:8])
+    if pending := _NATIVE_PENDING.fullmatch(content):
+        status = pending.group("status").upper()
+        return CallLine(cited, tool, status if status in _OPEN else "PENDING",  # type: ignore[arg-type]
+                        canonical_json(call.arguments), dict(call.arguments), pending.group("detail"))
+    if failed := _NATIVE_ERROR.match(content):
+        error = content.split(": ", 1)[1] if ": " in content else content
+        return MemoryLine(cited, content, tool=tool, args=args, result=error, failed=True,
+                          text_attempts=int(failed.group("attempts")))
+    if stale := _NATIVE_STALE.fullmatch(content):
+        return replace(parse_memory(ref_of(RefKind.MEMORY, stale.group("id")), stale.group("line")),
+                       tool=tool, args=args)
+    if content.startswith(_NATIVE_WITHHELD):
+        return MemoryLine(cited, content, tool=tool, args=args, result=content)
+    if summary := _NATIVE_SUMMARY.fullmatch(content):
+        line = parse_memory(ref_of(RefKind.MEMORY, summary.group("id")), summary.group("line"))
+        return replace(line, tool=line.tool or tool, args=line.args or args)
+    raw = _document(content)
+    summary_text = read_whole(tool, args, raw)
+    line = MemoryLine(cited, content, tool=tool, args=args, result=summary_text, raw=raw)
+    if handle := _FILE.fullmatch(summary_text):
+        size = handle.group("bytes")
+        line = replace(line, file_name=handle.group("name"), file_bytes=int(size) if size else None,
+                       file_uri=handle.group("uri"))
+    return line
+
+
+_OPEN = frozenset(status_word(status) for status in UNRESOLVED_STATUSES)
+
+
+def _document(content: str) -> str:
+    """A native result's bytes as the tool returned them: JSON stays, a compact rendering is read back to JSON."""
+    try:
+        json.loads(content)
+        return content
+    except ValueError:
+        pass
+    try:
+        return to_json(parse_compact(content))
+    except (CompactParseError, ValueError):
+        return content
 
 
 def parse_call(ref: str, text: str) -> CallLine | None:
@@ -281,5 +339,6 @@ __all__ = [
     "parse_call",
     "parse_checkpoint",
     "parse_memory",
+    "parse_native",
     "title_value",
 ]

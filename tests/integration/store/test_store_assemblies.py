@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 
 from policy.enums import DecisionOutcome, OmissionReason, RuntimeKind
-from policy.records import ContextAssemblyRecord, GenerationBoundary, PolicyDecisionRecord
+from policy.records import ContextAssemblyRecord, EpochRecord, GenerationBoundary, PolicyDecisionRecord
 from store import graph
 from store.errors import IntegrityViolation, NotFoundError
 from store.records import AssemblyTimings
@@ -85,3 +85,52 @@ async def test_save_and_load_round_trip(world: World) -> None:
     assert stored.generation_at == boundary.now and stored.runtime_kind is RuntimeKind.CHAT
     assert listed == [light]
     assert linked.context_assembly_id == assembly_id
+
+
+def _epoch(boundary_seq: int) -> EpochRecord:
+    return EpochRecord(epoch_id=f"{boundary_seq}-e", started=True, reason="test", boundary_seq=boundary_seq,
+                       started_snapshot_seq=boundary_seq, prefix_messages=2, prefix_digest="d" * 64,
+                       prefix_budget=8192, prefix_items=("system#abc",), cache_breakpoints=(0, 1))
+
+
+async def test_the_previous_assembly_is_the_participants_latest_before_the_snapshot(world: World) -> None:
+    """An epoch continues from the same participant's latest call on the branch, never from itself or others."""
+    said = await world.say(world.root_branch_id, "hello")
+    async with world.sessions() as s, s.begin():
+        fork = await graph.fork_branch(s, world.account_id, world.conversation_id, world.root_branch_id, said)
+
+        def boundary(participant: str, branch: str = world.root_branch_id) -> GenerationBoundary:
+            return GenerationBoundary(
+                account_id=world.account_id, conversation_id=world.conversation_id, branch_id=branch,
+                participant_id=participant, runtime_kind=RuntimeKind.CHAT, provider_route="local",
+                now=datetime(2026, 1, 5, tzinfo=UTC))
+
+        mine = boundary(world.assistant_id)
+        await graph.save_context_assembly(s, world.account_id, mine, _record(5), [], [])  # before epochs
+        await graph.save_context_assembly(s, world.account_id, mine,
+                                          _record(7).model_copy(update={"epoch": _epoch(6)}), [], [])
+        await graph.save_context_assembly(s, world.account_id, mine,
+                                          _record(9).model_copy(update={"epoch": _epoch(8)}), [], [])
+        await graph.save_context_assembly(s, world.account_id, boundary(world.user_id),
+                                          _record(8).model_copy(update={"epoch": _epoch(8)}), [], [])
+        await graph.save_context_assembly(s, world.account_id, boundary(world.assistant_id, fork.id),
+                                          _record(8).model_copy(update={"epoch": _epoch(8)}), [], [])
+    async with world.sessions() as s:
+        async def previous(before: int, account: str = world.account_id, branch: str = world.root_branch_id):
+            found = await graph.previous_assembly(s, account, branch, world.assistant_id, before_seq=before)
+            return None if found is None else (found.snapshot_seq, found.epoch.epoch_id)
+
+        assert await previous(20) == (9, "8-e")
+        assert await previous(9) == (7, "6-e")  # strictly before: an assembly of snapshot 9 never continues itself
+        assert await previous(8) == (7, "6-e")  # the user's assembly at 8 belongs to another participant
+        assert await previous(7) is None  # the one before predates epochs: the next call starts a new one
+        assert await previous(20, branch=fork.id) == (8, "8-e")
+        other = await graph.create_account(s)
+        assert await previous(20, account=other) is None
+    async with world.sessions() as s:
+        found = await graph.previous_assembly(s, world.account_id, world.root_branch_id, world.assistant_id,
+                                              before_seq=10)
+    assert found is not None and found.policy_version == "dossier-default/1#abc"
+    assert (found.branch_id, found.provider_route, found.runtime_kind) == (world.root_branch_id, "local",
+                                                                           RuntimeKind.CHAT)
+    assert found.epoch == _epoch(8)

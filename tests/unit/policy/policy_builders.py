@@ -282,15 +282,18 @@ def selected(result: AssemblyResult, ref: str) -> bool:
 
 
 def system_text(result: AssemblyResult) -> str:
-    """The runtime-context system message ('' when there is none)."""
-    first = result.messages[0] if result.messages else None
-    return first.content or "" if first is not None and first.role is MessageRole.SYSTEM else ""
+    """The leading system messages (the participant's prompt, then the runtime context), joined."""
+    leading = []
+    for message in result.messages:
+        if message.role is not MessageRole.SYSTEM:
+            break
+        leading.append(message.content or "")
+    return "\n\n".join(leading)
 
 
 def transcript(result: AssemblyResult) -> list[tuple[str, str]]:
-    """``(role, content)`` of every message after the leading system message."""
+    """``(role, content)`` of every message after the leading system messages."""
     messages = list(result.messages)
-    if messages and messages[0].role is MessageRole.SYSTEM and messages[0].content and \
-            messages[0].content.startswith(participants()[0].system_prompt):
+    while messages and messages[0].role is MessageRole.SYSTEM:
         messages = messages[1:]
     return [(m.role.value, m.content or "") for m in messages]

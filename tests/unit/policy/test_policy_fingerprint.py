@@ -53,7 +53,7 @@ def test_fingerprint_is_stable_across_hash_seeds():
 def test_fingerprint_is_a_sha256_and_the_version_tag_cites_it():
     fingerprint = DEFAULT_POLICY.fingerprint
     assert len(fingerprint) == 64 and int(fingerprint, 16) >= 0
-    assert DEFAULT_POLICY.version_tag == f"dossier-default/3#{fingerprint[:12]}"
+    assert DEFAULT_POLICY.version_tag == f"dossier-default/4#{fingerprint[:12]}"
 
 
 def test_equal_policies_have_equal_fingerprints():
@@ -69,7 +69,7 @@ def test_equal_policies_have_equal_fingerprints():
 
 
 CHANGES = [
-    ("version", {"version": "dossier-default/4"}),
+    ("version", {"version": "dossier-default/5"}),
     ("routes dropped", {"routes": DEFAULT_ROUTES[:-1]}),
     ("routes reordered", {"routes": tuple(reversed(DEFAULT_ROUTES))}),
     ("routes raw_allowed", {"routes": (DEFAULT_ROUTES[0].model_copy(
@@ -89,8 +89,12 @@ CHANGES = [
     ("max_error_chars", {"max_error_chars": 601}),
     ("rehydration_item_bytes", {"rehydration_item_bytes": 4097}),
     ("rehydration_total_bytes", {"rehydration_total_bytes": 12289}),
-    ("unread_result_bytes", {"unread_result_bytes": 0}),
-    ("unread_total_bytes", {"unread_total_bytes": 12289}),
+    ("native_result_bytes", {"native_result_bytes": 0}),
+    ("native_compact", {"native_compact": False}),
+    ("epochs", {"epochs": False}),
+    ("epoch_growth_tokens", {"epoch_growth_tokens": 512}),
+    ("own_step_text_chars", {"own_step_text_chars": None}),
+    ("epoch_supersession", {"epoch_supersession": "note"}),
 ]
 
 

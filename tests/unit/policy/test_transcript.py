@@ -6,6 +6,7 @@ import pytest
 
 from policy.enums import DecisionOutcome, MessageRole, OmissionReason
 from policy.policy import ContextPolicy
+from policy.render import OPENING_NOTE
 from policy_builders import (
     OTHER,
     ROOT,
@@ -78,14 +79,14 @@ def test_a_forked_branch_keeps_the_message_it_forked_from(run):
     policy = ContextPolicy(message_window=2, keep_opening_request=False)
     result = run(candidates(messages=messages), policy=policy)
     assert [content for _, content in transcript(result)] == [
-        "the answer we forked at", "branch turn 5", "branch turn 6"]
+        OPENING_NOTE, "the answer we forked at", "branch turn 5", "branch turn 6"]
     assert omission_of(result, "message:s1") is OmissionReason.OUTSIDE_LINEAGE
     without = run(candidates(messages=messages), policy=policy.model_copy(update={"keep_fork_point": False}))
     assert omission_of(without, "message:r2") is OmissionReason.OUTSIDE_WINDOW
 
 
 @pytest.mark.parametrize(("runtime", "kept"), [
-    ("chat", ["turn 6", "turn 7", "turn 8"]),
+    ("chat", [OPENING_NOTE, "turn 6", "turn 7", "turn 8"]),
     ("discussion", ["turn 5", "turn 6", "turn 7", "turn 8"]),
 ])
 def test_the_window_is_the_runtime_modes(run, runtime, kept):
@@ -124,6 +125,7 @@ def test_tool_call_only_messages_are_omitted(run):
     assert transcript(result) == [("user", "look it up"), ("assistant", "found it")]
 
 
+# A directive is a user turn: Anthropic's API takes system text only before the conversation.
 SPEAKER_TABLE = [
     # (case, role, author, speaker_label, directive, expected role, expected content)
     ("own assistant turn", "assistant", VIEWER, None, False, "assistant", "hi"),
@@ -131,9 +133,9 @@ SPEAKER_TABLE = [
     ("other participant's turn", "assistant", OTHER, "Critic", False, "user", "Critic: hi"),
     ("human user", "user", None, None, False, "user", "hi"),
     ("labelled human user", "user", None, "Dana", False, "user", "Dana: hi"),
-    ("moderator directive", "user", None, "Moderator", True, "system", "Moderator directive: hi"),
-    ("unlabelled directive", "assistant", OTHER, None, True, "system", "Moderator directive: hi"),
-    ("labelled directive", "user", None, "Chair", True, "system", "Chair directive: hi"),
+    ("moderator directive", "user", None, "Moderator", True, "user", "Moderator directive: hi"),
+    ("unlabelled directive", "assistant", OTHER, None, True, "user", "Moderator directive: hi"),
+    ("labelled directive", "user", None, "Chair", True, "user", "Chair directive: hi"),
 ]
 
 
@@ -154,7 +156,7 @@ def test_directives_are_protected_even_outside_the_window(run):
     messages += _conversation()
     result = run(candidates(messages=messages), boundary(token_budget=1), policy=ContextPolicy(message_window=2))
     assert outcome_of(result, "message:d-0") is DecisionOutcome.PROTECTED
-    assert transcript(result) == [("system", "Moderator directive: stay on topic"), ("user", "turn 7")]
+    assert transcript(result) == [("user", "Moderator directive: stay on topic"), ("user", "turn 7")]
 
 
 def test_directive_decision_is_policy_class(run):

@@ -5,7 +5,8 @@ calls, artifacts, memories, checkpoints) for one branch, and runs the loop
 the agent workflow runs, without Postgres, S3 or Temporal:
 
 1. assemble the participant's context with the real policy
-   (:func:`policy.assembler.assemble`);
+   (:func:`policy.assembler.assemble`), in the cache epoch of its previous
+   call, as the context activity does;
 2. ask the scripted provider;
 3. run each tool call through the real registry, attempt by attempt up to
    the tool's ``max_attempts`` (a deferred call is left ``deferred``);
@@ -35,6 +36,7 @@ from dossier.runtime import SAMPLE_WORKSPACE
 from policy.assembler import AssemblyResult, assemble, short_ids_for
 from policy.derive import FILE_CONTENT_TYPE, derive_memory, memory_record
 from policy.links import link_memory
+from policy.native import native_call_id
 from policy.enums import MessageRole, PrivacyClass, RuntimeKind, ToolCallStatus, VisibilityScope
 from policy.policy import DEFAULT_POLICY
 from policy.records import (
@@ -47,6 +49,7 @@ from policy.records import (
     LineageStep,
     MessageRecord,
     ParticipantRecord,
+    PreviousAssembly,
     ToolCallRecord,
     ToolMemoryRecord,
 )
@@ -125,6 +128,9 @@ class World:
         self.requests: list[ModelRequest] = []
         self.payloads: dict[str, bytes] = {}
         """Raw result bytes by artifact id (what the artifact store would hold)."""
+        self.assemblies: list[AssemblyResult] = []
+        """The context of every model call, in order."""
+        self._previous: PreviousAssembly | None = None
         self._seq = 0
         self._runs = 0
         self._heartbeats: list[object] = []
@@ -192,34 +198,60 @@ class World:
         kind = {ToolMemoryRecord: "m", ToolCallRecord: "t", CheckpointRecord: "c"}[type(record)]
         return f"[{kind}:{short_ids_for(self.candidates())(record.id)}]"
 
-    def assemble(self) -> AssemblyResult:
-        """The viewer's context, assembled by the real policy."""
-        candidates = self.candidates()
-        boundary = GenerationBoundary(
+    def boundary(self) -> GenerationBoundary:
+        """The viewer's next generation boundary."""
+        return GenerationBoundary(
             account_id=ACCOUNT, conversation_id="conv-world", branch_id=BRANCH, participant_id=VIEWER,
             runtime_kind=self.runtime_kind, provider_route="scripted", token_budget=100_000, now=self.now,
         )
-        return assemble(DEFAULT_POLICY, boundary, candidates, _counter)
+
+    def cited(self, tool: str) -> str:
+        """How the last model call's context cited the newest result of ``tool``.
+
+        A result the participant's own call fetched in the current epoch is its
+        native tool message, cited by the call (``[t:...]``); an older one is a
+        memory line of the prefix (``[m:...]``).
+        """
+        call = self.call_of(tool)
+        shown = {m.tool_call_id for m in self.requests[-1].messages if m.role is MessageRole.TOOL}
+        return self.cite(call) if native_call_id(call.id) in shown else self.cite(self.memory_of(tool))
+
+    def assemble(self) -> AssemblyResult:
+        """The viewer's context, assembled by the real policy, in the epoch of its previous model call."""
+        return assemble(DEFAULT_POLICY, self.boundary(), self.candidates(), _counter, self.payloads, self._previous)
 
     def context(self) -> tuple[ChatMessage, ...]:
         """The assembled provider messages."""
         return self.assemble().messages
 
     def system_text(self) -> str:
-        """The runtime system message of the current context."""
-        messages = self.context()
-        return messages[0].content or "" if messages and messages[0].role is MessageRole.SYSTEM else ""
+        """The leading system messages of the current context (the prompt, then the runtime sections)."""
+        leading = []
+        for message in self.context():
+            if message.role is not MessageRole.SYSTEM:
+                break
+            leading.append(message.content or "")
+        return "\n\n".join(leading)
 
-    def request(self) -> ModelRequest:
+    def appended(self) -> list[ChatMessage]:
+        """The messages after the current context's prefix (its epoch's appended events)."""
+        result = self.assemble()
+        assert result.record.epoch is not None
+        return list(result.messages[result.record.epoch.prefix_messages:])
+
+    def request(self, assembly: AssemblyResult | None = None) -> ModelRequest:
         """The request the next model call would send."""
         return ModelRequest(
             run_id=world_id("run", self._runs + 1), model=self.model, participant_name=self.viewer.name,
-            messages=self.context(), tools=tuple(self.registry.schemas()) if self.offer_tools else (),
+            messages=(assembly or self.assemble()).messages, tools=tuple(self.registry.schemas()) if self.offer_tools else (),
         )
 
     async def step(self) -> ModelResponse:
         """One model call: generate, record the reply, run its tool calls."""
-        request = self.request()
+        assembly = self.assemble()
+        request = self.request(assembly)
+        self.assemblies.append(assembly)
+        self._previous = PreviousAssembly.of(assembly.record, self.boundary())
         self._runs += 1
         self.requests.append(request)
         response = await ScriptedProvider().generate(request)

@@ -61,16 +61,16 @@ async def test_the_report_is_built_from_the_aggregate_and_the_answer_cites_its_s
     for group in aggregate["groups"]:
         assert f"| {group['group']} | {group['sum']} | {group['rows']} |" in content
     assert f"| **total** | **{aggregate['total']}** | 60 |" in content
-    assert world.cite(world.memory_of("table.aggregate")) in content
+    assert world.cited("table.aggregate") in content
 
     digest = hashlib.sha256(content.encode()).hexdigest()
     uri = f"s3://{BUCKET}/accounts/{ACCOUNT}/sha256/{digest}"
     assert answer == (
-        f"From your workspace listing {world.cite(world.memory_of('workspace.list_files'))} I read {Q3} "
-        f"{world.cite(world.memory_of('workspace.read_csv'))} (60 rows) and summed revenue_eur by region "
-        f"{world.cite(world.memory_of('table.aggregate'))}: total 458080.39; largest Benelux 133510.04 (10 rows), "
+        f"From your workspace listing {world.cited('workspace.list_files')} I read {Q3} "
+        f"{world.cited('workspace.read_csv')} (60 rows) and summed revenue_eur by region "
+        f"{world.cited('table.aggregate')}: total 458080.39; largest Benelux 133510.04 (10 rows), "
         f"smallest Iberia 46978.68. The report is {Q3_REPORT}, {len(content.encode())} bytes at {uri} "
-        f"{world.cite(world.memory_of('files.write'))}."
+        f"{world.cited('files.write')}."
     )
 
 

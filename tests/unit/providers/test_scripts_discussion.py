@@ -34,7 +34,7 @@ async def test_first_turn_reads_evidence_then_answers_in_three_sentences(make_wo
     # Discussion tool state is private to the participant that made it.
     assert world.call_of("workspace.read_csv").visibility is VisibilityScope.PARTICIPANT_PRIVATE
     answer = (await world.step()).text
-    evidence = world.cite(world.memory_of("workspace.read_csv"))
+    evidence = world.cited("workspace.read_csv")
     assert answer == (
         "Critic argues “Q3 revenue of 458080.39 leans on one region”. "
         f"The data {evidence} shows sales/2026-q3-orders.csv has 60 rows with units sum 4619; "
@@ -49,7 +49,7 @@ async def test_later_turns_do_not_call_tools_again(make_world):
     world.say("Benelux alone is 133510.04 of it.", label="Critic", author=critic)
     reply = await world.step()
     assert reply.tool_calls == ()
-    assert world.cite(world.memory_of("workspace.read_csv")) in reply.text
+    assert world.cited("workspace.read_csv") in reply.text
     assert reply.text.startswith("Critic argues “Benelux alone is 133510")
     assert reply.text.endswith("I would test that claim against these figures before we rely on it.")
     assert len([c for c in world.calls if c.name == "workspace.read_csv"]) == 1
@@ -69,7 +69,7 @@ async def test_the_moderator_directive_limits_the_answer(make_world, directive, 
     assert f"Moderator directive: {directive}" in [m.content for m in world.context()]
     reply = await world.step()
     assert len(sentences(reply.text)) == count
-    assert world.cite(world.memory_of("workspace.read_csv")) in reply.text
+    assert world.cited("workspace.read_csv") in reply.text
 
 
 async def test_a_directive_can_forbid_tools(make_world):

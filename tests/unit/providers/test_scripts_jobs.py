@@ -32,8 +32,8 @@ async def test_the_digest_lists_aggregates_and_answers_in_one_paragraph(make_wor
     assert "\n" not in answer
     assert answer.startswith(
         f"Support digest for support/tickets-november.csv (listed in "
-        f"{world.cite(world.memory_of('workspace.list_files'))}, aggregated in "
-        f"{world.cite(world.memory_of('table.aggregate'))}): 30 tickets by {group_by}: ")
+        f"{world.cited('workspace.list_files')}, aggregated in "
+        f"{world.cited('table.aggregate')}): 30 tickets by {group_by}: ")
     for group in data["groups"]:
         average = (Decimal(group["sum"]) / group["rows"]).quantize(Decimal("0.1"))
         assert f"{group['group']} {group['rows']} ticket(s), avg first_response_min {average}" in answer
@@ -59,7 +59,7 @@ async def test_flaky_recovers_within_its_retry_policy(make_world, message, times
     answer = (await world.step()).text
     flaky = world.call_of("diag.flaky")
     assert (flaky.status, flaky.attempts) == (ToolCallStatus.SUCCEEDED, attempt)
-    assert answer == (f"diag.flaky succeeded on attempt {attempt} {world.cite(world.memory_of('diag.flaky'))} "
+    assert answer == (f"diag.flaky succeeded on attempt {attempt} {world.cited('diag.flaky')} "
                       f"after {times} planned transient failure(s): the retries recovered.")
 
 
@@ -69,9 +69,10 @@ async def test_flaky_past_its_attempts_reports_the_open_failure(make_world):
     await world.step()
     failed = world.call_of("diag.flaky")
     assert (failed.status, failed.attempts) == (ToolCallStatus.FAILED, 5)
-    # The retry-critical failure is in the context the answer is made from, as an open call.
-    [line] = read_context(world.context()).calls
-    assert (line.status, line.attempts) == ("FAILED", 5)
+    # The retry-critical failure is in the context the answer is made from: the call's native tool message.
+    [line] = [m for m in read_context(world.context()).memories if m.failed]
+    assert (line.tool, line.text_attempts, line.cite) == ("diag.flaky", 5, world.cite(failed))
+    assert "retry-critical" in line.text
     answer = (await world.step()).text
     assert answer == (
         f"diag.flaky failed after 5 attempt(s), retry-critical {world.cite(failed)}: ToolExecutionError: "
@@ -86,7 +87,7 @@ async def test_the_sleeper_sleeps_with_heartbeats(make_world):
     assert [(c.name, c.arguments) for c in first.tool_calls] == [("diag.sleep", {"seconds": 0.4})]
     assert world.heartbeats == [0.2, 0.4]
     answer = (await world.step()).text
-    assert answer == f"Slept 0.4 s {world.cite(world.memory_of('diag.sleep'))}, heartbeating throughout."
+    assert answer == f"Slept 0.4 s {world.cited('diag.sleep')}, heartbeating throughout."
 
 
 @pytest.mark.parametrize(("text", "times"), [

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from activities.providers.scripted.scripts.conversation import PICK_PROMPT
 from policy.enums import ToolCallStatus
+from policy.native import native_call_id
 
 
 async def picker_waiting(make_world):
@@ -19,8 +20,12 @@ async def picker_waiting(make_world):
 async def test_the_picker_asks_and_then_waits_without_calling_again(make_world):
     world = await picker_waiting(make_world)
     [open_call] = world.deferred_calls()
-    assert f"{world.cite(open_call)[1:-1]}] user.pick_file(" in world.system_text()
-    assert "DEFERRED: waiting for the user to answer: Which CSV file should I analyse?" in world.system_text()
+    # The open call is the participant's own last step: its native call, answered by a placeholder.
+    step, placeholder = world.appended()[-2:]
+    assert [(c.call_id, c.name) for c in step.tool_calls] == [(native_call_id(open_call.id), "user__pick_file")]
+    assert placeholder.tool_call_id == native_call_id(open_call.id)
+    assert placeholder.content == ("No result yet (the call is deferred, waiting for the user to answer: "
+                                   "Which CSV file should I analyse?). Do not assume it succeeded.")
     for _ in range(2):
         reply = await world.step()
         assert reply.tool_calls == ()
@@ -37,8 +42,8 @@ async def test_once_answered_the_picker_reads_the_file_and_reports_its_size(make
                                                                  {"path": "sales/2026-q2-orders.csv"})]
     answer = (await world.step()).text
     assert answer == (
-        f"You picked sales/2026-q2-orders.csv {world.cite(picked)}. It has 40 rows and 5 columns "
-        f"(order_id, region, product_line, units, revenue_eur) {world.cite(world.memory_of('workspace.read_csv'))}."
+        f"You picked sales/2026-q2-orders.csv {world.cited('user.pick_file')}. It has 40 rows and 5 columns "
+        f"(order_id, region, product_line, units, revenue_eur) {world.cited('workspace.read_csv')}."
     )
     assert world.deferred_calls() == []
 
@@ -48,7 +53,7 @@ async def test_an_answer_without_a_path_is_not_guessed_at(make_world):
     picked = world.answer(world.deferred_calls()[0], {"choice": "none of them"})
     reply = await world.step()
     assert reply.tool_calls == ()
-    assert reply.text == f"Your answer {world.cite(picked)} names no file path, so I cannot read a file yet."
+    assert reply.text == f"Your answer {world.cited('user.pick_file')} names no file path, so I cannot read a file yet."
 
 
 async def test_a_picked_file_that_does_not_exist_is_reported(make_world):

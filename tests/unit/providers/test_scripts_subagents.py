@@ -30,10 +30,10 @@ async def test_the_researcher_reads_the_file_its_task_names(make_world):
     groups = "; ".join(f"{g['group']} {g['sum']}" for g in aggregate["groups"])
     handle = json.loads(world.result_of("files.write"))
     assert report == (
-        f"Findings for sales/2026-q2-orders.csv {world.cite(world.memory_of('workspace.read_csv'))}: revenue_eur "
-        f"total {aggregate['total']} by product_line {world.cite(world.memory_of('table.aggregate'))}: {groups}. "
+        f"Findings for sales/2026-q2-orders.csv {world.cited('workspace.read_csv')}: revenue_eur "
+        f"total {aggregate['total']} by product_line {world.cited('table.aggregate')}: {groups}. "
         f"Table saved as 2026-q2-orders-findings.md, {handle['bytes']} bytes at {handle['uri']} "
-        f"{world.cite(world.memory_of('files.write'))}."
+        f"{world.cited('files.write')}."
     )
     assert "\n" not in report  # a one-paragraph report reads as one line when promoted
 

@@ -1,9 +1,8 @@
 """Diagnostic scripts: ``flaky`` (retries) and ``sleeper`` (heartbeats).
 
 Each makes one call whose parameters come from the user's message and then
-reports the outcome as the context shows it: a result memory after a
-recovered retry, or the open ``FAILED`` call with its error when every
-attempt failed.
+reports the outcome as the context shows it: a result after a recovered
+retry, or the ``FAILED`` call with its error when every attempt failed.
 """
 
 from __future__ import annotations
@@ -41,11 +40,17 @@ def flaky(turn: Turn) -> Reply:
     """Call ``diag.flaky`` and report whether the retries recovered."""
     times = fail_times(turn.view.latest_user_text())
     progress = turn.view.progress("diag.flaky", fail_times=times)
-    if progress.state == "failed" and progress.call is not None and not retry_requested(turn):
-        critical = ", retry-critical" if "retry-critical" in progress.call.detail else ""
+    if progress.state == "failed" and not retry_requested(turn):
+        # An open FAILED call line of the runtime context, or the call's own native tool message.
+        if progress.call is not None:
+            attempts, detail, error = progress.call.attempts, progress.call.detail, progress.call.error
+        else:
+            assert progress.failure is not None
+            attempts, detail, error = progress.failure.text_attempts, progress.failure.text, progress.failure.result
+        critical = ", retry-critical" if "retry-critical" in detail else ""
         return Reply(text=(
-            f"diag.flaky failed after {progress.call.attempts or '?'} attempt(s){critical} {progress.cite}: "
-            f"{progress.call.error}. The retries did not recover."
+            f"diag.flaky failed after {attempts or '?'} attempt(s){critical} {progress.cite}: "
+            f"{error}. The retries did not recover."
         ))
     if (reply := advance(turn, progress, "diag.flaky", {"fail_times": times},
                          f"finish diag.flaky with {times} planned failure(s)")) is not None:

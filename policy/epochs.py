@@ -1,0 +1,219 @@
+"""Cache epochs: one governed prefix, then the events appended after it, call after call.
+
+Providers bill a prompt prefix they have seen at a fraction of the input
+price (0.1x-0.5x). A context assembled afresh for every call shares almost
+nothing with the previous one, so it pays full price where an append-only
+transcript pays for its cache reads only. An epoch keeps both properties:
+
+1. When an epoch starts, the context is assembled from the graph under the
+   policy (README stages 1-9, on the records up to the epoch's *boundary*
+   ``seq``): that is the **prefix**, with a cache breakpoint at its end.
+2. Within the epoch, every later call sends the same prefix, byte for byte,
+   then the **events** after the boundary, appended in order through the same
+   gates (:mod:`policy.native`).
+3. The call starts a new epoch when the prefix would no longer be what the
+   policy assembles now: a record in it is superseded, goes stale, becomes
+   invisible, an open call in it resolves, new state arrives that is not an
+   appendable event (another participant's results, a checkpoint, a user
+   memory); or when the route, branch, runtime mode or policy changed; or the
+   context would outgrow the token budget (or the appended part
+   ``epoch_growth_tokens``); or a placeholder result got its real result, or
+   an appended result went stale. Each start and its reason is a PolicyDecision.
+
+Whether the prefix changed is decided by recomputing it: the prefix the
+policy would assemble now, at the same boundary, is digested
+(:func:`prefix_digest`) and compared with the digest the epoch started with.
+The comparison needs no bytes: evidence is identified by artifact, locator
+and hash.
+
+A new epoch's boundary (:func:`fresh_boundary`) is just before the
+participant's latest tool step when it has not read that step's results yet,
+so a first read is the native tool message itself. The prefix is selected on
+the budget those events leave, and keeps that budget for the whole epoch (the
+recomputed prefix must be the same one).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from policy.enums import MessageRole
+from policy.policy import ContextPolicy
+from policy.records import CandidateSet, GenerationBoundary, MessageRecord, PreviousAssembly, ToolCallRecord
+
+EPOCH_CONTINUED = "continued"
+"""The reason an assembly records when it continues its participant's epoch."""
+
+
+@dataclass(frozen=True)
+class EventRecords:
+    """Which records after the boundary are appended as events (and so are not in the prefix)."""
+
+    messages: tuple[MessageRecord, ...]
+    """Lineage messages after the boundary, oldest first."""
+    tool_call_ids: frozenset[str]
+    """The participant's own calls made in those messages (row ids)."""
+    artifact_ids: frozenset[str]
+    memory_ids: frozenset[str]
+
+
+def split_at(candidates: CandidateSet, boundary_seq: int, participant_id: str) -> tuple[CandidateSet, EventRecords]:
+    """The candidates the prefix is assembled from, and the records appended as events.
+
+    Events are the lineage messages after ``boundary_seq`` and, for the
+    participant's own tool steps among them, the calls, their artifacts and
+    the memories derived from those alone. Every other record, new or old,
+    stays with the prefix: if it is new, the prefix changes and a new epoch
+    starts, so nothing the policy would show is ever skipped.
+
+    Args:
+        candidates: the graph slice loaded for the call.
+        boundary_seq: the epoch's boundary.
+        participant_id: whose context this is.
+
+    Returns:
+        ``(prefix candidates, events)``.
+    """
+    messages = tuple(sorted((m for m in candidates.messages if m.seq > boundary_seq), key=lambda m: (m.seq, m.id)))
+    calls = frozenset(
+        call.id for m in messages
+        if m.role is MessageRole.ASSISTANT and m.author_participant_id == participant_id
+        for call in step_calls(candidates, m).values()
+    )
+    artifacts = frozenset(a.id for a in candidates.artifacts if a.tool_call_id in calls)
+    memories = frozenset(m.id for m in candidates.tool_memories
+                         if m.source_artifact_ids and set(m.source_artifact_ids) <= artifacts)
+    event_ids = {m.id for m in messages}
+    prefix = candidates.model_copy(update={
+        "messages": tuple(m for m in candidates.messages if m.id not in event_ids),
+        "tool_calls": tuple(c for c in candidates.tool_calls if c.id not in calls),
+        "artifacts": tuple(a for a in candidates.artifacts if a.id not in artifacts),
+        "tool_memories": tuple(m for m in candidates.tool_memories if m.id not in memories),
+    })
+    return prefix, EventRecords(messages, calls, artifacts, memories)
+
+
+def step_calls(candidates: CandidateSet, message: MessageRecord) -> dict[str, ToolCallRecord]:
+    """The tool-call records of an assistant message's requests, by the request's call id.
+
+    A record belongs to the message when it is the author's, has the request's
+    call id and the message's model run; without a run, the record nearest to
+    the message in ``seq`` (a runtime may write the call just before or just
+    after the message, and providers reuse call ids across steps).
+    """
+    out: dict[str, ToolCallRecord] = {}
+    for request in message.tool_calls:
+        matches = [c for c in candidates.tool_calls
+                   if c.participant_id == message.author_participant_id and c.call_id == request.call_id]
+        same_run = [c for c in matches if message.model_run_id is not None and c.model_run_id == message.model_run_id]
+        pool = same_run or matches
+        if pool:
+            out[request.call_id] = min(pool, key=lambda c: (abs(c.seq - message.seq), c.seq, c.id))
+    return out
+
+
+def own_tool_steps(candidates: CandidateSet, participant_id: str) -> list[MessageRecord]:
+    """The participant's assistant messages that called tools, newest first."""
+    steps = [m for m in candidates.messages
+             if m.role is MessageRole.ASSISTANT and m.author_participant_id == participant_id and m.tool_calls]
+    return sorted(steps, key=lambda m: (-m.seq, m.id))
+
+
+def latest_own_message(candidates: CandidateSet, participant_id: str) -> MessageRecord | None:
+    """The participant's newest assistant message on the lineage (its latest model call)."""
+    own = [m for m in candidates.messages
+           if m.role is MessageRole.ASSISTANT and m.author_participant_id == participant_id]
+    return max(own, key=lambda m: (m.seq, m.id), default=None)
+
+
+def fresh_boundary(candidates: CandidateSet, participant_id: str) -> int:
+    """Where a new epoch's events begin.
+
+    Just before the participant's latest tool step when that step is its
+    latest model call (the results arrived after it: unread, so they are
+    appended as native tool messages); otherwise at the snapshot, and the new
+    prefix holds everything.
+    """
+    latest = latest_own_message(candidates, participant_id)
+    steps = own_tool_steps(candidates, participant_id)
+    if latest is not None and steps and steps[0].id == latest.id:
+        return latest.seq - 1
+    return candidates.snapshot_seq
+
+
+def item_key(ref: str, text: str) -> str:
+    """``<ref>#<sha256 of its rendering, 12 hex>``: one prefix part, as digested and recorded."""
+    return f"{ref}#{hashlib.sha256(text.encode()).hexdigest()[:12]}"
+
+
+def prefix_digest(items: Sequence[str]) -> str:
+    """sha256 over the prefix's parts (:func:`item_key`), in order."""
+    return hashlib.sha256("\n".join(items).encode()).hexdigest()
+
+
+def epoch_id(boundary_seq: int, digest: str) -> str:
+    """An epoch's id: its boundary and the digest it started with."""
+    return f"{boundary_seq}-{digest[:12]}"
+
+
+def incompatibility(
+    policy: ContextPolicy, boundary: GenerationBoundary, candidates: CandidateSet, previous: PreviousAssembly | None
+) -> str | None:
+    """Why the previous assembly's epoch cannot continue at all, or ``None``.
+
+    Args:
+        policy: the policy in force.
+        boundary: this call.
+        candidates: the graph slice.
+        previous: the participant's previous assembly on the branch, if any.
+
+    Returns:
+        A reason, or ``None`` when only the prefix comparison can stop it.
+    """
+    if not policy.epochs:
+        return "epochs are off (epochs=false)"
+    if previous is None:
+        return "first call of the participant on this branch"
+    if previous.policy_version != policy.version_tag:
+        return f"policy changed from {previous.policy_version}"
+    if previous.branch_id != boundary.branch_id:
+        return "branch changed"
+    if previous.provider_route != boundary.provider_route:
+        return f"provider route changed from {previous.provider_route}"
+    if previous.runtime_kind is not boundary.runtime_kind:
+        return f"runtime mode changed from {previous.runtime_kind.value}"
+    if previous.snapshot_seq > candidates.snapshot_seq:
+        return "assembling an older snapshot than the previous call"
+    if previous.epoch.boundary_seq > candidates.snapshot_seq:
+        return "the epoch's boundary is past this snapshot"
+    return None
+
+
+def prefix_change(previous_items: Sequence[str], items: Sequence[str]) -> str:
+    """What differs between two prefixes, for the restart's reason."""
+    before = {key.rsplit("#", 1)[0]: key for key in previous_items}
+    now = {key.rsplit("#", 1)[0]: key for key in items}
+    added = [ref for ref in now if ref not in before]
+    removed = [ref for ref in before if ref not in now]
+    changed = [ref for ref in now if ref in before and now[ref] != before[ref]]
+    parts = [f"{label}: {', '.join(refs[:3])}{' ...' if len(refs) > 3 else ''}"
+             for label, refs in (("changed", changed), ("new", added), ("gone", removed)) if refs]
+    return "prefix changed (" + ("; ".join(parts) or "order") + ")"
+
+
+__all__ = [
+    "EPOCH_CONTINUED",
+    "EventRecords",
+    "epoch_id",
+    "fresh_boundary",
+    "incompatibility",
+    "item_key",
+    "latest_own_message",
+    "own_tool_steps",
+    "prefix_change",
+    "prefix_digest",
+    "split_at",
+    "step_calls",
+]
