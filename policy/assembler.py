@@ -41,8 +41,8 @@ from policy.epochs import (
     split_at,
 )
 from policy.errors import BoundaryMismatchError, UnknownParticipantError
-from policy.gates import admit
-from policy.lines import ShortIds
+from policy.gates import admit, is_stale, stale_at
+from policy.lines import ShortIds, stale_marker_line
 from policy.native import plan_events
 from policy.policy import ContextPolicy
 from policy.records import (
@@ -102,7 +102,7 @@ def select_context(
     if reason is None and previous is not None:
         epoch = previous.epoch
         selection = _select(policy, boundary, candidates, counter, participant, short, budget, epoch.boundary_seq,
-                            epoch.started_snapshot_seq, epoch.prefix_budget)
+                            epoch.started_snapshot_seq, epoch.prefix_budget, epoch)
         reason = _continuation_blocker(policy, epoch, selection)
         if reason is None:
             return _in_epoch(selection, epoch.epoch_id, started=False, reason=EPOCH_CONTINUED)
@@ -124,13 +124,19 @@ def _select(
     boundary_seq: int,
     started_snapshot_seq: int,
     prefix_budget: int | None,
+    continued: EpochRecord | None = None,
 ) -> Selection:
     """README stages 1-9 over the records up to ``boundary_seq``, and the events after it.
 
     ``prefix_budget`` is the continued epoch's; a new epoch's prefix gets what its events leave of
     ``budget`` (events that alone would not fit show their results as summaries instead of whole).
+    With ``epoch_staleness="note"``, a continued epoch's prefix keeps the freshness it started with,
+    and a prefix memory that has gone stale since gets a note after the events.
     """
     ledger = Ledger(policy.version_tag)
+    noting = continued is not None and policy.epoch_staleness == "note" and continued.started_at is not None
+    started_at = continued.started_at if continued is not None and continued.started_at else boundary.now
+    prefix_boundary = boundary.model_copy(update={"now": started_at}) if noting else boundary
     viewer = resolve_viewer(policy, boundary, candidates, ledger)
     prefix, events = split_at(candidates, boundary_seq, participant.id)
     # Appended results that existed when the epoch started replace and contradict prefix memories like any
@@ -140,7 +146,7 @@ def _select(
         m.id: call_of_artifact[m.source_artifact_ids[0]] for m in candidates.tool_memories
         if m.id in events.memory_ids and (policy.epoch_supersession == "restart" or m.seq <= started_snapshot_seq)
     }
-    items = admit_records(policy, boundary, prefix, viewer, short, ledger, appended)
+    items = admit_records(policy, prefix_boundary, prefix, viewer, short, ledger, appended)
     items += transcript_items(policy, boundary, prefix, participant, viewer, ledger)
     whole = True
     if prefix_budget is None:
@@ -157,8 +163,15 @@ def _select(
         if denial:
             ledger.deny("visibility", f"message:{message.id}", denial)
     prefix_memories = frozenset(item.ref.removeprefix("memory:") for item in kept if item.ref.startswith("memory:"))
+    noted = _stale_notes(policy, boundary, candidates, continued, prefix_memories) if noting else ()
+    notes = [(after_seq, STALE_NOTE.format(line=stale_marker_line(memory, short, stale_at(memory, policy))))
+             for memory, after_seq in ((next(m for m in candidates.tool_memories if m.id == memory_id), after)
+                                       for memory_id, after in noted)]
+    for memory_id, _ in noted:
+        ledger.decide("freshness", f"memory:{memory_id}", DecisionOutcome.MARKED_STALE,
+                      "went stale during the epoch: noted after the events (epoch_staleness=note)")
     plan = plan_events(policy, candidates, events.messages, participant, viewer, short, counter, boundary.now,
-                       prefix_memories, whole=whole)
+                       prefix_memories, whole=whole, stale_notes=notes)
     for event in plan.events:
         ledger.decide("appended", event.ref, DecisionOutcome.INCLUDED, "after the epoch's boundary, in order")
         for result in event.results:
@@ -170,7 +183,7 @@ def _select(
     epoch = EpochRecord(
         epoch_id="", started=False, reason="", boundary_seq=boundary_seq, started_snapshot_seq=started_snapshot_seq,
         prefix_budget=prefix_budget, prefix_messages=0, prefix_digest=digest, prefix_items=tuple(items_keys),
-        appended_tokens=plan.tokens, pending_calls=plan.pending,
+        appended_tokens=plan.tokens, pending_calls=plan.pending, started_at=started_at, stale_notes=tuple(noted),
     )
     return Selection(
         policy=policy,
@@ -188,6 +201,26 @@ def _select(
         epoch=epoch,
         prefix_tokens=prefix_tokens,
     )
+
+
+STALE_NOTE = "Runtime note: {line}"
+"""After the events: a prefix memory that went stale during the epoch (``epoch_staleness="note"``)."""
+
+
+def _stale_notes(
+    policy: ContextPolicy,
+    boundary: GenerationBoundary,
+    candidates: CandidateSet,
+    epoch: EpochRecord,
+    prefix_memories: frozenset[str],
+) -> tuple[tuple[str, int], ...]:
+    """The epoch's staleness notes so far, and one after this call's events for each prefix memory newly stale."""
+    noted = {memory_id for memory_id, _ in epoch.stale_notes}
+    fresh = tuple(
+        (memory.id, candidates.snapshot_seq) for memory in sorted(candidates.tool_memories, key=lambda m: (m.seq, m.id))
+        if memory.id in prefix_memories and memory.id not in noted and is_stale(memory, policy, boundary.now)
+    )
+    return (*(note for note in epoch.stale_notes if note[0] in prefix_memories), *fresh)
 
 
 def _continuation_blocker(policy: ContextPolicy, epoch: EpochRecord, selection: Selection) -> str | None:

@@ -106,9 +106,11 @@ class Event:
     message: ChatMessage
     results: tuple[ResultPlan, ...] = ()
     ref: str = ""
-    """``message:<id>`` of the transcript message."""
+    """``message:<id>`` of the transcript message (``stale:<memory id>`` for a staleness note)."""
     notes: tuple[str, ...] = ()
     """Runtime notes after the results (a result that supersedes one shown earlier)."""
+    seq: int = 0
+    """Where the event happened (a staleness note: the snapshot of the call that first noted it)."""
 
 
 @dataclass(frozen=True)
@@ -138,6 +140,7 @@ def plan_events(
     prefix_memories: frozenset[str] = frozenset(),
     *,
     whole: bool = True,
+    stale_notes: Sequence[tuple[int, str]] = (),
 ) -> EventsPlan:
     """Plan the native messages for ``messages`` (the lineage messages after the boundary, oldest first).
 
@@ -153,6 +156,8 @@ def plan_events(
         prefix_memories: ids of the memories the prefix shows (what a result may supersede).
         whole: results may be shown whole; ``False`` shows every result by its summary (a new epoch
             whose events alone would not fit the budget).
+        stale_notes: ``(after_seq, text)`` of each prefix memory that went stale during the epoch
+            (``epoch_staleness="note"``): a runtime note after the events up to ``after_seq``.
 
     Returns:
         The events, the raw bytes to read, the estimated tokens and the open calls.
@@ -176,7 +181,7 @@ def plan_events(
             if not message.content.strip():
                 continue
             events.append(Event(chat_message(message, participant, policy.max_message_chars),
-                                ref=f"message:{message.id}"))
+                                ref=f"message:{message.id}", seq=message.seq))
             continue
         calls = step_calls(candidates, message)
         results = tuple(
@@ -212,7 +217,11 @@ def plan_events(
                                              arguments=dict(request.arguments))
                              for request, plan in zip(message.tool_calls, results, strict=True)),
         )
-        events.append(Event(assistant, results, ref=f"message:{message.id}", notes=tuple(notes)))
+        events.append(Event(assistant, results, ref=f"message:{message.id}", notes=tuple(notes), seq=message.seq))
+    for after_seq, text in sorted(stale_notes):
+        at = sum(1 for event in events if event.seq <= after_seq)
+        events.insert(at, Event(ChatMessage(role=MessageRole.USER, content=text), ref=f"note:{after_seq}",
+                                seq=after_seq))
     tokens = 0
     for event in events:
         tokens += count_message(event.message, counter)
@@ -264,9 +273,14 @@ def _own_step_text(text: str, policy: ContextPolicy, names: set[str]) -> str | N
     return text if len(text) <= limit else text[:limit] + STEP_TEXT_CUT.format(limit=limit, size=len(text))
 
 
-_FENCED = re.compile(r"(?:^|\n)(?:[ \t]*[A-Za-z][\w ]{0,30}:[ \t]*\n)?[ \t]*(?P<fence>`{3,})[\w-]*[ \t]*\n(?P<body>.*?)\n[ \t]*(?P=fence)",
-                     re.DOTALL)
-_REACT_ACTION = re.compile(r"(?:^|\n)[ \t]*Action:[ \t]*(?P<name>[\w.\-]+)[ \t]*\n[ \t]*Action Input:[^\n]*(?:\n(?![ \t]*\w[\w ]*:).*)*")
+_FENCED = re.compile(
+    r"(?:^|\n)(?:[ \t]*[A-Za-z][\w ]{0,30}:[ \t]*\n)?"  # an optional label line ("Action:")
+    r"[ \t]*(?P<fence>`{3,})[\w-]*[ \t]*\n(?P<body>.*?)\n[ \t]*(?P=fence)", re.DOTALL)
+"""A fenced block, with the label line before it."""
+_REACT_ACTION = re.compile(
+    r"(?:^|\n)[ \t]*Action:[ \t]*(?P<name>[\w.\-]+)[ \t]*\n"
+    r"[ \t]*Action Input:[^\n]*(?:\n(?![ \t]*\w[\w ]*:).*)*")
+"""ReAct's ``Action: <tool>`` and ``Action Input: ...`` lines (up to the next ``Label:`` line)."""
 
 
 def restated_calls_removed(text: str, names: set[str]) -> str:

@@ -133,6 +133,9 @@ class ContextPolicy(Record):
     epoch_supersession: str = Field(default="restart", pattern="^(restart|note)$")
     """When an appended result supersedes a memory in the prefix: ``restart`` the epoch, or
     ``note`` it right after the result (the prefix keeps the older line)."""
+    epoch_staleness: str = Field(default="restart", pattern="^(restart|note)$")
+    """When a memory in the prefix goes stale during an epoch: ``restart`` (the new prefix shows its
+    stale marker), or ``note`` it after the events so far (the prefix keeps the line it started with)."""
 
     def window_for(self, runtime_kind: RuntimeKind) -> int:
         """The transcript window for a runtime mode."""

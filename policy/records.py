@@ -443,6 +443,10 @@ class EpochRecord(Record):
     """Tokens of the appended events."""
     pending_calls: tuple[str, ...] = ()
     """Tool calls appended with a placeholder result (their real result restarts the epoch)."""
+    started_at: datetime | None = None
+    """The logical time the epoch started (``epoch_staleness="note"`` keeps the prefix's freshness as of then)."""
+    stale_notes: tuple[tuple[str, int], ...] = ()
+    """``(memory id, after seq)`` of prefix memories noted stale during the epoch, in the order noted."""
     cache_breakpoints: tuple[int, ...] = ()
     """Message indexes after which a provider should cache (system prompt, prefix end, last message)."""
 

@@ -57,6 +57,17 @@ def _calls(message: Mapping[str, Any]) -> list[tuple[str, str]]:
     return out
 
 
+def _problem(index: int, rule: str, detail: str = "") -> str:
+    """``message <index>: <rule>[ (<detail>)]``; :func:`problem_rule` takes the rule back out."""
+    return f"message {index}: {rule}" + (f" ({detail})" if detail else "")
+
+
+def problem_rule(problem: str) -> str:
+    """The rule a problem line names, without the message index and the ids (for counting kinds)."""
+    rule = problem.split(": ", 1)[-1]
+    return rule.rsplit(" (", 1)[0] if rule.endswith(")") else rule
+
+
 def provider_problems(messages: Sequence[Mapping[str, Any]]) -> list[str]:
     """Every rule a message list breaks (empty: OpenAI and Anthropic both accept it).
 
@@ -76,51 +87,51 @@ def provider_problems(messages: Sequence[Mapping[str, Any]]) -> list[str]:
     for index, message in enumerate(messages):
         role = message.get("role")
         if role != "tool" and open_calls:
-            problems.append(f"message {index - 1}: tool call(s) {', '.join(open_calls)} have no result before "
-                            f"the next {role} message")
+            problems.append(_problem(index - 1, "a tool call has no result before the next message",
+                                     ", ".join(open_calls)))
             open_calls = []
         if role != "tool":
             answering = False
         if role == "system":
             if conversation_started:
-                problems.append(f"message {index}: a system message after the conversation started")
+                problems.append(_problem(index, "a system message after the conversation started"))
             if not _text(message).strip():
-                problems.append(f"message {index}: an empty system message")
+                problems.append(_problem(index, "an empty system message"))
             continue
         if not conversation_started:
             conversation_started = True
             if role != "user":
-                problems.append(f"message {index}: the conversation starts with {role}, not user")
+                problems.append(_problem(index, "the conversation does not start with a user message", str(role)))
         if role == "user":
             if not _text(message).strip():
-                problems.append(f"message {index}: an empty user message")
+                problems.append(_problem(index, "an empty user message"))
         elif role == "assistant":
             calls = _calls(message)
             if not calls and not _text(message).strip():
-                problems.append(f"message {index}: an assistant message with neither text nor tool calls")
+                problems.append(_problem(index, "an assistant message with neither text nor tool calls"))
             for call_id, name in calls:
                 if not _NAME.fullmatch(call_id):
-                    problems.append(f"message {index}: tool-call id {call_id!r} is not 1-64 of [A-Za-z0-9_-]")
+                    problems.append(_problem(index, "a tool-call id is not 1-64 of [A-Za-z0-9_-]", call_id))
                 if not _NAME.fullmatch(name):
-                    problems.append(f"message {index}: tool name {name!r} is not 1-64 of [A-Za-z0-9_-]")
+                    problems.append(_problem(index, "a tool name is not 1-64 of [A-Za-z0-9_-]", name))
                 if call_id in seen_ids:
-                    problems.append(f"message {index}: tool-call id {call_id!r} is used twice")
+                    problems.append(_problem(index, "a tool-call id is used twice in the request", call_id))
                 seen_ids.add(call_id)
             open_calls = [call_id for call_id, _ in calls]
             answering = bool(calls)
         elif role == "tool":
             call_id = message.get("tool_call_id")
             if not answering or call_id not in open_calls:
-                problems.append(f"message {index}: a tool result for {call_id!r}, which the preceding assistant "
-                                "message did not call (orphan or duplicate)")
+                problems.append(_problem(index, "a tool result answers no open call of the preceding assistant "
+                                                "message", str(call_id)))
             else:
                 open_calls.remove(call_id)
             if not isinstance(message.get("content"), str):
-                problems.append(f"message {index}: a tool result without text content")
+                problems.append(_problem(index, "a tool result without text content"))
         else:
-            problems.append(f"message {index}: unknown role {role!r}")
+            problems.append(_problem(index, "an unknown role", str(role)))
     if open_calls:
-        problems.append(f"message {len(messages) - 1}: tool call(s) {', '.join(open_calls)} have no result")
+        problems.append(_problem(len(messages) - 1, "a tool call has no result", ", ".join(open_calls)))
     return problems
 
 
@@ -135,4 +146,4 @@ def require_valid(messages: Sequence[Mapping[str, Any]]) -> None:
         raise InvalidContextError("assembled messages a provider would refuse: " + "; ".join(problems))
 
 
-__all__ = ["InvalidContextError", "provider_problems", "require_valid"]
+__all__ = ["InvalidContextError", "problem_rule", "provider_problems", "require_valid"]

@@ -266,6 +266,20 @@ def _bill_explicit(prompt: Prompt, model: PriceModel, cache: _Cache) -> Bill:
     return Bill(tokens=total, read=read, written=written, cost=read * model.read + written * model.write + plain)
 
 
+def billed_ratios(replay: Sequence[Prompt], strategy: Sequence[Prompt]) -> dict[str, dict[str, float]]:
+    """One participant's two request sequences billed under every price model: the strategy's cost over
+    full replay's, and both cache hit rates."""
+    out: dict[str, dict[str, float]] = {}
+    for name, model in PRICE_MODELS.items():
+        ours, theirs = summarise_bills(bill_sequence(strategy, model)), summarise_bills(bill_sequence(replay, model))
+        out[name] = {
+            "cost_ratio_vs_cached_replay": round(ours["cost"] / theirs["cost"], 4) if theirs["cost"] else 0.0,
+            "cache_hit_rate": ours["cache_hit_rate"],
+            "replay_cache_hit_rate": theirs["cache_hit_rate"],
+        }
+    return out
+
+
 def summarise_bills(bills: Sequence[Bill]) -> dict[str, float | int]:
     """Totals of a set of bills (cost, tokens, reads, the median uncached tokens per call)."""
     tokens = sum(b.tokens for b in bills)
@@ -285,6 +299,7 @@ __all__ = [
     "PriceModel",
     "Prompt",
     "bill_sequence",
+    "billed_ratios",
     "message_blocks",
     "summarise_bills",
     "transcript_breakpoints",

@@ -173,7 +173,8 @@ async def run_orchestration(
                     row, measured = await bench.throughput(mode, level, turns, kb_a, warmup)
                     rows.append(row)
                     samples.extend(measured)
-            points, history_turns = (await bench.history(history_calls, result_kb)) if history_calls else ([], 0)
+            points, history_turns, billed = (await bench.history(history_calls, result_kb)) if history_calls \
+                else ([], 0, {})
     ratios: dict[int, dict[str, float]] = {}
     for level in concurrency:
         by_mode = {row.mode: row for row in rows if row.concurrency == level}
@@ -201,6 +202,7 @@ async def run_orchestration(
         history=tuple(points),
         crossings=crossings(points) if points else (),
         history_turns=history_turns,
+        billed=billed,
         run_seconds=time.perf_counter() - started,
     )
 

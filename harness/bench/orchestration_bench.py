@@ -17,6 +17,7 @@ from temporalio.client import Client
 from temporalio.testing import ActivityEnvironment
 
 from activities.deps import GraphDeps
+from activities.tokens import token_encoder
 from activities.tools.registry import ToolRegistry, wire_name
 from activities.turns import TurnActivities, message_id_for
 from contracts import (
@@ -36,6 +37,7 @@ from store import tools as tool_store
 from store.assemblies import get_context_assembly
 from store.payloads import read_artifact_payload
 
+from harness.bench.billing import Encode, Prompt, billed_ratios, message_blocks, transcript_breakpoints
 from harness.bench.orchestration_agent import MODEL, bench_providers, user_prompt
 from harness.bench.orchestration_history import Transcript, history_size, json_bytes, message_bytes
 from harness.bench.orchestration_report import HistoryPoint, ThroughputRow, TurnSample, size_text
@@ -217,12 +219,15 @@ class Bench:
 
     # ------------------------------------------------------------------ (b) history
 
-    async def history(self, calls: int, kb: int) -> tuple[list[HistoryPoint], int]:
+    async def history(self, calls: int, kb: int) -> tuple[list[HistoryPoint], int, dict[str, dict[str, float]]]:
         scope, participant = await self.new_conversation("bench history growth")
         async with self.deps.sessions() as session:
             system_prompt = (await conversations.get_participant(session, self.account_id, participant)).system_prompt
         transcript = Transcript(system_prompt)
         points: list[HistoryPoint] = []
+        encode = token_encoder()
+        replay_prompts: list[Prompt] = []
+        dossier_prompts: list[Prompt] = []
         turn = 0
         while len(points) < calls:
             turn += 1
@@ -240,6 +245,9 @@ class Bench:
                 if len(points) >= calls:
                     break
                 cf_input = transcript.size
+                replay_prompts.append(Prompt(message_blocks(transcript.messages, encode),
+                                             transcript_breakpoints(transcript.messages)))
+                dossier_prompts.append(await self._assembled_prompt(run_id, encode))
                 transcript.history += cf_input
                 turn_cf += cf_input
                 message, results = await self._step_messages(run_id)
@@ -263,7 +271,18 @@ class Bench:
             if turn == 1 or turn % 10 == 0 or len(points) >= calls:
                 self.progress(f"history: call {len(points)}, turn history {size_text(size)}, "
                               f"counterfactual input {size_text(points[-1].cf_input_bytes)}")
-        return points, turn
+        return points, turn, billed_ratios(replay_prompts, dossier_prompts)
+
+    async def _assembled_prompt(self, run_id: str, encode: Encode) -> Prompt:
+        """What Dossier sent for a model run: the stored assembly's messages and its cache breakpoints."""
+        async with self.deps.sessions() as session:
+            run = await messages.get_model_run(session, self.account_id, run_id)
+            stored = await get_context_assembly(session, self.account_id, run.context_assembly_id,
+                                                with_messages=True)
+        epoch = stored.record.epoch
+        sent = list(stored.messages or ())
+        return Prompt(message_blocks(sent, encode),
+                      epoch.cache_breakpoints if epoch else transcript_breakpoints(sent))
 
     async def _step_messages(self, run_id: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         """The assistant message of a model run and its raw tool results, as OpenAI messages."""

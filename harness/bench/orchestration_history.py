@@ -23,6 +23,8 @@ class Transcript:
         self.size = 2  # "[]"
         self.count = 0
         self.history = 0
+        self.messages: list[dict[str, Any]] = []
+        """The transcript as OpenAI messages: what full replay sends."""
         if system_prompt:
             self.add({"role": "system", "content": system_prompt})
 
@@ -30,6 +32,7 @@ class Transcript:
         visible = {k: v for k, v in message.items() if not k.startswith("_")}
         self.size += message_bytes(visible) + (1 if self.count else 0)
         self.count += 1
+        self.messages.append(visible)
 
 
 def json_bytes(value: Any) -> bytes:

@@ -114,6 +114,8 @@ class OrchestrationReport:
     crossings: tuple[Crossing, ...]
     history_turns: int
     run_seconds: float
+    billed: dict[str, dict[str, float]] = field(default_factory=dict)
+    """Part (b)'s conversation billed per price model: Dossier's sent assemblies over full replay of its transcript."""
 
     # ------------------------------------------------------------------ output
 
@@ -136,6 +138,7 @@ class OrchestrationReport:
             "history": [asdict(point) for point in self.history],
             "history_turns": self.history_turns,
             "crossings": [asdict(crossing) for crossing in self.crossings],
+            "billed": self.billed,
             "counterfactual_note": COUNTERFACTUAL_NOTE,
             "plots": self.plot_data(),
         }
@@ -245,6 +248,21 @@ class OrchestrationReport:
                     f"~{crossing.call} (extrapolated)" if crossing.extrapolated else str(crossing.call))
                 lines.append(f"| {crossing.quantity} | {size_text(crossing.limit_bytes)} | {where} |")
             lines += ["", f"CF = counterfactual. {COUNTERFACTUAL_NOTE}"]
+        if self.billed:
+            lines += [
+                "",
+                f"### Billed input cost of the same conversation ({len(self.history)} model calls, "
+                "computed from the price models)",
+                "",
+                "Dossier's assembled requests (as stored, with their cache breakpoints) against full replay of "
+                "the same transcript, billed under each price model (`harness/bench/billing.py`).",
+                "",
+                "| price model | Dossier / cached full replay | Dossier cache hit rate | replay cache hit rate |",
+                "|---|---:|---:|---:|",
+            ]
+            for name, row in self.billed.items():
+                lines.append(f"| {name} | {row['cost_ratio_vs_cached_replay']:.3f} | {row['cache_hit_rate']:.1%} | "
+                             f"{row['replay_cache_hit_rate']:.1%} |")
         return "\n".join(lines) + "\n"
 
 

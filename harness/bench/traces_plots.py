@@ -1,4 +1,5 @@
-"""PNG plots of the traces benchmark (matplotlib, Agg): token ratio by call, and tokens vs. recall."""
+"""PNG plots of the traces benchmark (matplotlib, Agg): billed cost by trajectory length, token ratio by call,
+and tokens vs. recall."""
 
 from __future__ import annotations
 
@@ -12,10 +13,43 @@ if TYPE_CHECKING:
 
 MAIN = ("full_replay", "langchain_trim", "langchain_clear_tool_uses", "openai_tool_output_trimmer",
         "anthropic_clear_tool_uses@budget", "dossier")
+LENGTH_BINS = ((1, 4), (5, 8), (9, 12), (13, 16), (17, 20), (21, 999))
+"""Trajectory lengths (model calls) the billed-cost plot groups by."""
+
+
+def _billed_plot(report: TracesReport, directory: Path, plt) -> Path | None:
+    """``traces-billed-by-length.png``: cost / cached full replay by trajectory length, one panel per price model."""
+    from harness.bench.billing import PRICE_MODELS
+
+    if not report.rows or not report.rows[0].strategies["full_replay"].bills:
+        return None
+    names = [n for n in (*MAIN, "dossier-no-epochs") if n in report.strategies and n != "full_replay"]
+    models = list(PRICE_MODELS)
+    fig, axes = plt.subplots(1, len(models), figsize=(4 * len(models), 4), sharey=True)
+    labels = [f"{lo}-{hi}" if hi < 999 else f"{lo}+" for lo, hi in LENGTH_BINS]
+    for ax, model in zip(axes, models, strict=True):
+        for name in names:
+            ratios = []
+            for lo, hi in LENGTH_BINS:
+                rows = [r for r in report.rows if lo <= r.calls_in_trajectory <= hi]
+                replay = sum(r.strategies["full_replay"].bills[model].cost for r in rows)
+                cost = sum(r.strategies[name].bills[model].cost for r in rows)
+                ratios.append(cost / replay if replay else float("nan"))
+            ax.plot(labels, ratios, marker=".", label=name, linewidth=2.5 if name == "dossier" else 1)
+        ax.axhline(1.0, color="grey", linewidth=0.8)
+        ax.set_title(model)
+        ax.set_xlabel("model calls in the trajectory")
+    axes[0].set_ylabel("billed input cost / cached full replay")
+    axes[-1].legend(fontsize=6)
+    path = directory / "traces-billed-by-length.png"
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return path
 
 
 def write_plots(report: TracesReport, directory: Path) -> list[Path]:
-    """``traces-history-by-call.png`` and ``traces-tokens-vs-recall.png``; none without matplotlib."""
+    """``traces-billed-by-length.png``, ``traces-history-by-call.png`` and ``traces-tokens-vs-recall.png``;
+    none without matplotlib."""
     try:
         import matplotlib
 
@@ -27,6 +61,9 @@ def write_plots(report: TracesReport, directory: Path) -> list[Path]:
 
     directory.mkdir(parents=True, exist_ok=True)
     paths: list[Path] = []
+    billed = _billed_plot(report, directory, plt)
+    if billed is not None:
+        paths.append(billed)
     names = [n for n in report.strategies if n in MAIN] or report.strategies
 
     fig, ax = plt.subplots(figsize=(8, 5))

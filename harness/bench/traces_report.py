@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import statistics
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from harness.bench.billing import PRICE_MODELS, Bill, summarise_bills
+from policy.validate import problem_rule
 
 LAST_CALL_MIN_CALLS = 8
 """Last-call medians are over trajectories with at least this many model calls."""
@@ -229,6 +230,13 @@ class TracesReport:
             reasons = loss_reasons(self.rows, name)
             if reasons:
                 lines.append(f"- **{name}**: " + "; ".join(f"{k} ×{v}" for k, v in list(reasons.items())[:6]))
+        lines += ["", "### Why message lists would be refused (OpenAI's and Anthropic's rules, `policy.validate`)", ""]
+        for name in self.strategies:
+            kinds = invalid_reasons(self.rows, name)
+            if kinds:
+                lines.append(f"- **{name}**: " + "; ".join(f"{k} ×{v}" for k, v in kinds.items()))
+        if not any(invalid_reasons(self.rows, name) for name in self.strategies):
+            lines.append("- none: every strategy's every message list is valid")
         lines += ["", "### Worst trajectories (Dossier default policy)", ""]
         for item in worst(self.rows, "dossier"):
             lines.append(f"- `{item['trajectory']}`: lost {item['lost']} of {item['refs']} references")
@@ -245,6 +253,15 @@ class TracesReport:
         for name, params in self.parameters.items():
             lines.append(f"- **{name}**: " + ", ".join(f"{k}={v}" for k, v in params.items()))
         return "\n".join(lines)
+
+
+def invalid_reasons(rows: list[CallRow], name: str) -> dict[str, int]:
+    """How many of ``name``'s message lists break each provider rule (one count per list and rule)."""
+    counts: Counter[str] = Counter()
+    for row in rows:
+        kinds = {problem_rule(problem) for problem in row.strategies[name].invalid}
+        counts.update(kinds)
+    return dict(counts.most_common())
 
 
 def _billed_table(title: str, rows: list[CallRow], strategies: list[str]) -> list[str]:

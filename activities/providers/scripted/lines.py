@@ -81,8 +81,8 @@ _NATIVE_PENDING = re.compile(re.escape(PENDING_TEXT.split("{", 1)[0]) + r"(?P<st
 _NATIVE_SUMMARY = re.compile(r"\[" + re.escape(RefKind.MEMORY) + r":(?P<id>[^\]\s]+)\] (?P<line>.*)"
                              + re.escape(SUMMARY_TEXT.split("}", 1)[1].split("{", 1)[0]) + r".*", re.DOTALL)
 _NATIVE_WITHHELD = WITHHELD_TEXT.split("{", 1)[0]
-_NATIVE_STALE = re.compile(r"\[" + re.escape(RefKind.MEMORY) + r":(?P<id>[^\]\s]+)\] (?P<line>" + re.escape(STALE_MARKER)
-                           + r".*)", re.DOTALL)
+_NATIVE_STALE = re.compile(
+    r"\[" + re.escape(RefKind.MEMORY) + r":(?P<id>[^\]\s]+)\] (?P<line>" + re.escape(STALE_MARKER) + r".*)", re.DOTALL)
 _TITLE_ARG = re.compile(r", (?=[A-Za-z_]\w*=)")
 
 

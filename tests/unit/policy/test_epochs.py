@@ -380,6 +380,24 @@ def test_a_result_that_supersedes_one_shown_above_says_so(timeline):
     assert provider_problems(result.to_openai()) == []
 
 
+def test_staleness_can_be_noted_instead_of_restarting(timeline):
+    timeline.policy = DEFAULT_POLICY.model_copy(update={"epoch_staleness": "note"})
+    before = _stale_prefix(timeline)  # the listing went stale between the two calls
+    assert not before.record.epoch.started
+    [listing] = timeline.memories
+    note = appended(before)[-1]
+    assert note.role is MessageRole.USER
+    assert note.content.startswith(f"Runtime note: {timeline.cite('m', listing.id)} STALE since")
+    # The prefix still shows the line it started with, byte for byte: the cache holds.
+    assert before.messages[:before.record.epoch.prefix_messages] == \
+        timeline.results[-2].messages[:before.record.epoch.prefix_messages]
+    timeline.user("and the other one?")
+    later = timeline.call()
+    assert not later.record.epoch.started and later.messages[:len(before.messages)] == before.messages
+    assert [m.content for m in appended(later)].count(note.content) == 1  # noted once, where it was first noted
+    assert later.record.epoch.stale_notes == ((listing.id, before.record.snapshot_seq),)
+
+
 @pytest.mark.parametrize(("change", "reason"), [
     ({"provider_route": "openai"}, "provider route changed from local"),
     ({"branch_id": SIBLING}, "branch changed"),
@@ -542,5 +560,5 @@ def test_render_refuses_a_message_list_a_provider_would_refuse(timeline, counter
     orphaned = dataclasses.replace(step, results=())  # the call stays, its result message is gone
     broken = dataclasses.replace(selection, events=dataclasses.replace(
         selection.events, events=(*selection.events.events[:-1], orphaned)))
-    with pytest.raises(InvalidContextError, match="have no result"):
+    with pytest.raises(InvalidContextError, match="a tool call has no result"):
         render_context(broken, timeline.raw, counter)

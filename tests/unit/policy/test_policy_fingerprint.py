@@ -95,6 +95,7 @@ CHANGES = [
     ("epoch_growth_tokens", {"epoch_growth_tokens": 512}),
     ("own_step_text_chars", {"own_step_text_chars": None}),
     ("epoch_supersession", {"epoch_supersession": "note"}),
+    ("epoch_staleness", {"epoch_staleness": "note"}),
 ]
 
 
