@@ -36,6 +36,8 @@ from harness.bench.traces_report import CallRow, RefOutcome, TracesReport
 from dossier.runtime import open_graph
 from dossier.settings import Settings
 from policy.assembler import render_context, select_context
+from policy.compact import compact_text, parse_compact, to_json
+from policy.derive import parse_structured
 from policy.enums import MessageRole, RuntimeKind, ToolCallStatus
 from policy.policy import ContextPolicy
 from policy.records import GenerationBoundary, PreviousAssembly, ToolCallRequest
@@ -203,6 +205,31 @@ def provider_invalid(messages: Sequence[dict[str, Any]]) -> list[str]:
     return provider_problems(sendable)
 
 
+def compact_figures(traces: Sequence[dict[str, Any]], counter) -> dict[str, dict[str, Any]]:
+    """Per source: tool results, how many ``policy.compact`` writes compactly, whether every one reads back
+    exactly (``parse_compact``), and the tokens sent (compact where it applies) against the raw results'."""
+    out: dict[str, dict[str, Any]] = {}
+    for trace in traces:
+        figures = out.setdefault(trace.get("source", ""), {"results": 0, "compacted": 0, "round_trip_exact": 0,
+                                                             "raw_tokens": 0, "sent_tokens": 0})
+        for message in trace["messages"]:
+            if message.get("role") != "tool":
+                continue
+            raw = message.get("content") or ""
+            text = compact_text(raw)
+            figures["results"] += 1
+            figures["raw_tokens"] += counter(raw)
+            figures["sent_tokens"] += counter(text if text is not None else raw)
+            if text is not None:
+                figures["compacted"] += 1
+                data, _ = parse_structured(raw, exact_numbers=True)
+                figures["round_trip_exact"] += to_json(parse_compact(text)) == to_json(data)
+    for figures in out.values():
+        figures["sent_over_raw_tokens"] = round(figures["sent_tokens"] / figures["raw_tokens"], 4) \
+            if figures["raw_tokens"] else None
+    return out
+
+
 NO_EPOCHS = "dossier-no-epochs"
 """The ablation: Dossier's policy with every call starting a new epoch (assembled afresh, as before epochs)."""
 
@@ -366,7 +393,8 @@ async def run_traces_with(
         getattr(p[0], "orphans_dropped", 0) for p in peers_by_worker)
     parameters["dossier"] = {"policy": deps.policy.version, "token_budget": deps.policy.default_token_budget,
                              "provider_route": PROVIDER_ROUTE,
-                             "tool_specs": "ToolCatalog default for every tool (none declared)"}
+                             "tool_specs": "ToolCatalog default for every tool (none declared)",
+                             "compact_results": compact_figures(traces, deps.counter)}
     parameters[NO_EPOCHS] = {"policy": f"{deps.policy.version} with epochs=false",
                              "assembly": "every call starts a new epoch: assembled afresh from the graph"}
     for p in peers:

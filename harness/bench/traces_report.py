@@ -249,9 +249,17 @@ class TracesReport:
         if long:
             lines += [f"{len({r.trajectory for r in long})} trajectories have at least {LONG_TRAJECTORY_CALLS} "
                       "model calls; their ratios are the columns marked 16+.", ""]
+        compact = self.parameters.get("dossier", {}).get("compact_results", {})
+        if compact:
+            lines += ["", "### Compact result text (`policy/compact.py`) on every tool result of the file", "",
+                      "| source | tool results | written compactly | read back exactly | tokens sent / raw tokens |",
+                      "|---|---:|---:|---:|---:|"]
+            for source, f in sorted(compact.items()):
+                lines.append(f"| {source} | {f['results']:,} | {f['compacted']:,} | {f['round_trip_exact']:,} | "
+                             f"{f['sent_over_raw_tokens']:.1%} |")
         lines += ["", "### Parameters", ""]
         for name, params in self.parameters.items():
-            lines.append(f"- **{name}**: " + ", ".join(f"{k}={v}" for k, v in params.items()))
+            lines.append(f"- **{name}**: " + ", ".join(f"{k}={v}" for k, v in params.items() if k != "compact_results"))
         return "\n".join(lines)
 
 
