@@ -4,6 +4,7 @@ Parts (numbered as in the benchmark issue):
 
 1+2. ``traces``: real trajectories through full replay, the peers' own code
      (LangChain, OpenAI Agents SDK, Anthropic context editing) and Dossier;
+     ``ablations``: Dossier alone on a sample of them, one policy knob changed at a time;
 3.   ``scenarios``: the seventeen seed scenarios through every strategy;
 4.   ``growth``: assembly cost on Postgres as the graph grows to 100k artifacts;
 5.   ``orchestration``: Temporal overhead and workflow history size.
@@ -26,7 +27,7 @@ from harness.bench.machine import describe_machine, machine_markdown
 from dossier.runtime import open_graph
 from dossier.settings import Settings
 
-PARTS = ("traces", "scenarios", "growth", "orchestration")
+PARTS = ("traces", "ablations", "scenarios", "growth", "orchestration")
 DEFAULT_OUT = Path("bench-results")
 
 Progress = Callable[[str], None]
@@ -98,6 +99,15 @@ async def _traces(settings: Settings, out: Path, quick: bool, traces: str | None
     return files
 
 
+async def _ablations(settings: Settings, out: Path, quick: bool, traces: str | None) -> list[Path]:
+    from harness.bench.ablations import ABLATIONS, run_ablations
+    from harness.bench.traces import DEFAULT_TRACES
+
+    report = await run_ablations(settings, traces or str(DEFAULT_TRACES), limit=3 if quick else None,
+                                 ablations=ABLATIONS[:2] if quick else ABLATIONS)
+    return _write(out, "ablations", report.to_markdown(), report.to_json())
+
+
 async def _growth(settings: Settings, out: Path, quick: bool) -> list[Path]:
     from harness.bench.growth import run_growth, run_quick
 
@@ -116,6 +126,7 @@ async def _orchestration(settings: Settings, out: Path, quick: bool) -> list[Pat
 
 TITLES = {
     "traces": "1–2. Real trajectories: Dossier vs full replay vs the peers' own code",
+    "ablations": "1–2b. Real trajectories: Dossier with one policy knob changed at a time",
     "scenarios": "3. Seed scenarios through every strategy",
     "growth": "4. Assembly cost as the graph grows",
     "orchestration": "5. Temporal overhead and workflow history size",
@@ -129,6 +140,7 @@ async def run_suite(settings: Settings, out: Path = DEFAULT_OUT, *, parts: Seque
     out.mkdir(parents=True, exist_ok=True)
     runners = {
         "traces": lambda: _traces(settings, out, quick, traces),
+        "ablations": lambda: _ablations(settings, out, quick, traces),
         "scenarios": lambda: _scenarios(settings, out, quick),
         "growth": lambda: _growth(settings, out, quick),
         "orchestration": lambda: _orchestration(settings, out, quick),

@@ -204,7 +204,7 @@ def _suite(args: argparse.Namespace) -> int:
     if unknown:
         print(f"dossier: error: unknown part(s) {unknown}; known: {', '.join(PARTS)}", file=sys.stderr)
         return 2
-    if "traces" in parts:
+    if {"traces", "ablations"} & set(parts):
         from harness.bench.traces import DEFAULT_TRACES
 
         trajectories = Path(args.traces or DEFAULT_TRACES)
