@@ -34,6 +34,7 @@ ABLATIONS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("raw result text, not compact (native_compact=false)", {"native_compact": False}),
     ("results as their summaries (native_result_bytes=0)", {"native_result_bytes": 0}),
     ("4,096-token budget (default_token_budget=4096)", {"default_token_budget": 4096}),
+    ("appended part capped at 2,000 tokens (epoch_growth_tokens=2000)", {"epoch_growth_tokens": 2000}),
     ("every call assembled afresh (epochs=false)", {"epochs": False}),
 )
 """Each setting: a label and the knobs it changes on the default policy."""

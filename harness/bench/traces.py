@@ -85,7 +85,7 @@ class _Import:
     tool_rows: dict[str, str] = field(default_factory=dict)
     """Trace tool-call id -> recorded ToolCall row id."""
     artifacts: dict[str, str] = field(default_factory=dict)
-    """Trace tool-call id -> artifact id."""
+    """Recorded ToolCall row id -> artifact id (τ-bench reuses a trace's tool-call ids across calls)."""
     user_messages: dict[int, str] = field(default_factory=dict)
     """Trace message index -> message id."""
 
@@ -167,12 +167,12 @@ class _Import:
 
     async def _tool_result(self, index: int, message: dict[str, Any]) -> None:
         row = self.tool_rows.get(message.get("tool_call_id", ""))
-        if row is None or message["tool_call_id"] in self.artifacts:
-            return  # a result without its call (none in the shared split)
+        if row is None or row in self.artifacts:
+            return  # a result without its call, or a second one for it (none in the shared split)
         outcome = ToolOutcome(status=ToolCallStatus.SUCCEEDED, result=(message.get("content") or "").encode(),
                               content_type="text/plain")
         ingested = await ingest_tool_result(self.deps, self.account_id, row, outcome, captured_at=self.at(index))
-        self.artifacts[message["tool_call_id"]] = ingested.artifact.id
+        self.artifacts[row] = ingested.artifact.id
 
 
 async def _reassemble(deps: GraphDeps, boundary: GenerationBoundary, candidates, budget: int | None,
@@ -239,9 +239,10 @@ def _dossier_reason(result, importer: _Import, trace: dict[str, Any], ref) -> st
     subjects: list[str] = []
     if ref.kind == "tool":
         for trace_call_id in reversed(ref.source_tool_call_ids):
-            artifact_id = importer.artifacts.get(trace_call_id)
+            row = importer.tool_rows.get(trace_call_id, "")
+            artifact_id = importer.artifacts.get(row)
             if artifact_id:
-                subjects += [memory_id_for(artifact_id), artifact_id, importer.tool_rows.get(trace_call_id, "")]
+                subjects += [memory_id_for(artifact_id), artifact_id, row]
     else:
         for index, message in reversed(list(enumerate(trace["messages"]))):
             if index in importer.user_messages and ref.value in (message.get("content") or ""):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 from harness.bench.traces import run_traces_with
@@ -58,3 +59,34 @@ def test_register_traces_adds_the_action() -> None:
     args = parser.parse_args(["traces", "--traces", "x.jsonl", "--json", "--limit", "2"])
     assert (args.traces, args.json, args.limit) == ("x.jsonl", True, 2)
     assert parser.parse_args(["traces"]).traces.endswith("traces.jsonl")
+
+
+async def test_a_reused_tool_call_id_still_gets_its_result(graph_deps, tmp_path) -> None:
+    """τ-bench's recorded trajectories reuse a tool-call id for a later call; each call's result must
+    still be ingested, or Dossier would show the later call as pending and lose what it returned."""
+    def call(value: str) -> dict:
+        return {"role": "assistant", "content": None,
+                "tool_calls": [{"id": "call_same", "name": "get_reservation_details",
+                                "arguments": {"reservation_id": value}}]}
+
+    def result(body: dict) -> dict:
+        return {"role": "tool", "tool_call_id": "call_same", "name": "get_reservation_details",
+                "content": json.dumps(body)}
+
+    trace = {"source": "test/reused-ids", "id": "fixture/reused-ids", "license": "test", "messages": [
+        {"role": "system", "content": "You are an airline agent."},
+        {"role": "user", "content": "Check reservations AB12CD and EF34GH."},
+        call("AB12CD"), result({"reservation_id": "AB12CD", "origin": "CLT"}),
+        call("EF34GH"), result({"reservation_id": "EF34GH", "origin": "MCO", "payment": "gift_card_7711903"}),
+        {"role": "assistant", "content": None,
+         "tool_calls": [{"id": "call_pay", "name": "update_payment", "arguments": {"payment_id": "gift_card_7711903"}}]},
+    ]}
+    path = tmp_path / "reused.jsonl"
+    path.write_text(json.dumps(trace) + "\n")
+    report = await run_traces_with(graph_deps, path)
+    last = max(report.rows, key=lambda row: row.call)
+    refs = {r.value: r.kept for r in last.strategies["dossier"].refs}
+    assert refs == {"gift_card_7711903": True}
+    async with graph_deps.sessions() as session:
+        assembly = await get_context_assembly(session, report.account_id, last.assembly_id, with_messages=True)
+    assert "pending" not in str(assembly.messages)
