@@ -21,6 +21,12 @@ async def test_the_suite_writes_tables_plots_and_an_index(tmp_path: Path, endpoi
     assert set(data["scenarios"]) == {"retry_critical_errors", "branch_isolation"}
     strategies = set(data["scenarios"]["branch_isolation"])
     assert {"dossier", "full_replay", "langchain_trim", "openai_tool_output_trimmer"} <= strategies
+    # Dossier alone, scored on every fact (its record-id facts too), against legacy replay.
+    alone = data["dossier_reduction"]["retry_critical_errors"]
+    assert alone["required_missing"] == [] and alone["forbidden_present"] == []
+    assert alone["required_total"] > data["scenarios"]["retry_critical_errors"]["dossier"]["required_total"]
+    assert alone["reduction"] == round(1 - alone["assembled_tokens"] / alone["legacy_tokens"], 4)
+    assert "| retry_critical_errors | 1," in (tmp_path / "scenarios.md").read_text()
     index = (tmp_path / "README.md").read_text()
     assert "Quick mode" in index and "![scenarios](scenarios.png)" in index
     assert (tmp_path / "scenarios.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
