@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from harness.bench.strategy import OpenAIMessage
+from harness.bench.strategy import OpenAIMessage, tool_call_texts
 from policy.records import canonical_json
 
 Encode = Callable[[str], tuple[int, ...]]
@@ -154,17 +154,7 @@ def _block(key: tuple[str, str, str], encode: Encode) -> tuple[int, ...]:
 
 
 def _message_key(message: OpenAIMessage) -> tuple[str, str, str]:
-    calls = []
-    for call in message.get("tool_calls") or ():
-        function = call.get("function", call)
-        arguments = function.get("arguments", {})
-        if isinstance(arguments, str):
-            try:
-                arguments = json.loads(arguments)
-            except ValueError:
-                calls.append((function.get("name", ""), arguments))
-                continue
-        calls.append((function.get("name", ""), canonical_json(arguments)))
+    calls = tool_call_texts(message)
     return message.get("role", "user"), message.get("content") or "", canonical_json(calls)
 
 

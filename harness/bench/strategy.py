@@ -79,17 +79,24 @@ def count_tokens(messages: Sequence[OpenAIMessage], counter: TokenCounter) -> in
     total = 0
     for message in messages:
         total += MESSAGE_OVERHEAD_TOKENS + (counter(message["content"]) if message.get("content") else 0)
-        for call in message.get("tool_calls") or ():
-            function = call.get("function", call)
-            arguments = function.get("arguments", {})
-            if isinstance(arguments, str):
-                try:
-                    arguments = json.loads(arguments)
-                except ValueError:
-                    total += counter(function.get("name", "")) + counter(arguments)
-                    continue
-            total += counter(function.get("name", "")) + counter(canonical_json(arguments))
+        total += sum(counter(name) + counter(arguments) for name, arguments in tool_call_texts(message))
     return total
+
+
+def tool_call_texts(message: OpenAIMessage) -> list[tuple[str, str]]:
+    """Each tool call of ``message`` as (name, arguments as canonical JSON, or the raw string if not JSON)."""
+    texts: list[tuple[str, str]] = []
+    for call in message.get("tool_calls") or ():
+        function = call.get("function", call)
+        arguments = function.get("arguments", {})
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments)
+            except ValueError:
+                texts.append((function.get("name", ""), arguments))
+                continue
+        texts.append((function.get("name", ""), canonical_json(arguments)))
+    return texts
 
 
 def history_tokens(messages: Sequence[OpenAIMessage], counter: TokenCounter) -> int:
