@@ -18,9 +18,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from activities.deps import GraphDeps
 from activities.tokens import token_encoder
 from dossier.runtime import open_graph
 from dossier.settings import Settings
+from harness.bench.billing import Encode
 from harness.bench.traces import DEFAULT_TRACES, load_traces, run_trace
 from harness.bench.traces_report import CallRow, summarise
 from store import conversations
@@ -77,10 +79,11 @@ class AblationReport:
             "",
             "| setting | anthropic | openai-gpt5 | openai-4o | gemini | uncached | anthropic 16+ | openai-gpt5 16+ "
             "| carried recall | strict | user recall | last-call history | τ-bench carried recall | τ-bench anthropic |",
-            "|---|" + "---:|" * 14,
+            "|---|" + "---:|" * 13,
         ]
         for a in self.settings:
             b, t = a.overall["billed"], a.tau_bench
+            tau_anthropic = (t.get("billed") or {}).get("anthropic", {}).get("cost_ratio_vs_cached_replay")
             cost = [b[m]["cost_ratio_vs_cached_replay"] for m in ("anthropic", "openai-gpt5", "openai-4o", "gemini",
                                                                    "uncached")]
             long = [b[m]["cost_ratio_vs_cached_replay_16plus"] for m in ("anthropic", "openai-gpt5")]
@@ -88,7 +91,7 @@ class AblationReport:
                 f"| {a.label} | " + " | ".join(_num(v) for v in (*cost, *long)) + " | "
                 + " | ".join(_pct(a.overall[k]) for k in ("tool_ref_recall", "tool_ref_recall_strict",
                                                          "user_ref_recall", "last_call_history_token_ratio_median"))
-                + f" | {_pct(t['tool_ref_recall'])} | {_num(t['billed']['anthropic']['cost_ratio_vs_cached_replay'])} |")
+                + f" | {_pct(t.get('tool_ref_recall'))} | {_num(tau_anthropic)} |")
         return "\n".join(lines) + "\n"
 
 
@@ -104,29 +107,36 @@ async def run_ablations(settings: Settings, path: str | Path = DEFAULT_TRACES, *
                         ablations: tuple[tuple[str, dict[str, Any]], ...] = ABLATIONS,
                         limit: int | None = None, concurrency: int = 4) -> AblationReport:
     """Run every setting on every ``every``-th trajectory (the first ``limit`` of those)."""
+    async with open_graph(settings) as deps:
+        return await run_ablations_with(deps, path, token_encoder(settings.tiktoken_encoding), every=every,
+                                        ablations=ablations, limit=limit, concurrency=concurrency)
+
+
+async def run_ablations_with(base: GraphDeps, path: str | Path, encode: Encode, *, every: int = SAMPLE_EVERY,
+                             ablations: tuple[tuple[str, dict[str, Any]], ...] = ABLATIONS,
+                             limit: int | None = None, concurrency: int = 4) -> AblationReport:
+    """:func:`run_ablations` on existing graph dependencies (one fresh account per setting)."""
     traces = load_traces(path)[::every][:limit]
     started = time.perf_counter()
     results: list[Ablation] = []
-    encode = token_encoder(settings.tiktoken_encoding)
-    async with open_graph(settings) as base:
-        counted = replace(base, counter=lru_cache(maxsize=262_144)(base.counter))
-        for label, knobs in ablations:
-            deps = replace(counted, policy=counted.policy.model_copy(update=knobs))
-            async with deps.sessions() as session, session.begin():
-                account = await conversations.create_account(session, name=f"bench ablation {label}")
-            rows: list[list[CallRow]] = [[] for _ in traces]
-            queue = list(range(len(traces)))
+    counted = replace(base, counter=lru_cache(maxsize=262_144)(base.counter))
+    for label, knobs in ablations:
+        deps = replace(counted, policy=counted.policy.model_copy(update=knobs))
+        async with deps.sessions() as session, session.begin():
+            account = await conversations.create_account(session, name=f"bench ablation {label}")
+        rows: list[list[CallRow]] = [[] for _ in traces]
+        queue = list(range(len(traces)))
 
-            async def worker() -> None:
-                while queue:
-                    i = queue.pop()
-                    rows[i] = await run_trace(deps, account, traces[i], [], encode)
+        async def worker() -> None:
+            while queue:
+                i = queue.pop()
+                rows[i] = await run_trace(deps, account, traces[i], [], encode)
 
-            await asyncio.gather(*(worker() for _ in range(concurrency)))
-            flat = [row for trace_rows in rows for row in trace_rows]
-            results.append(Ablation(label, knobs, deps.policy.version_tag, summarise(flat, "dossier"),
-                                    summarise([r for r in flat if r.source == TAU], "dossier")))
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+        flat = [row for trace_rows in rows for row in trace_rows]
+        results.append(Ablation(label, knobs, deps.policy.version_tag, summarise(flat, "dossier"),
+                                summarise([r for r in flat if r.source == TAU], "dossier")))
     return AblationReport(str(path), len(traces), every, tuple(results), time.perf_counter() - started)
 
 
-__all__ = ["ABLATIONS", "SAMPLE_EVERY", "AblationReport", "run_ablations"]
+__all__ = ["ABLATIONS", "SAMPLE_EVERY", "AblationReport", "run_ablations", "run_ablations_with"]

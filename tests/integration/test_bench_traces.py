@@ -90,3 +90,22 @@ async def test_a_reused_tool_call_id_still_gets_its_result(graph_deps, tmp_path)
     async with graph_deps.sessions() as session:
         assembly = await get_context_assembly(session, report.account_id, last.assembly_id, with_messages=True)
     assert "pending" not in str(assembly.messages)
+
+
+async def test_ablations_change_one_knob_each(graph_deps) -> None:
+    from activities.tokens import token_encoder
+    from harness.bench.ablations import ABLATIONS, run_ablations_with
+
+    settings = [ABLATIONS[0], next(a for a in ABLATIONS if a[1] == {"epochs": False})]
+    report = await run_ablations_with(graph_deps, FIXTURE, token_encoder(), every=1,
+                                      ablations=tuple(settings))
+    default, afresh = report.settings
+    assert default.knobs == {} and afresh.knobs == {"epochs": False}
+    assert default.policy != afresh.policy  # the version tag covers the knob
+    assert default.overall["calls"] == afresh.overall["calls"] == 9
+    # The knob reaches the assemblies: what Dossier sends differs from the default's.
+    assert default.overall["prompt_tokens_total_ratio"] != afresh.overall["prompt_tokens_total_ratio"]
+    table = report.to_markdown()
+    assert table.count("\n| ") == 3 and "| every call assembled afresh (epochs=false) |" in table
+    header, rule = table.splitlines()[2:4]
+    assert header.count("|") == rule.count("|")
