@@ -10,13 +10,14 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from policy.derive import MemoryDraft, memory_record
 from policy.enums import FreshnessClass, MessageRole, PrivacyClass, ToolCallStatus, VisibilityScope
 from policy.records import Locator, canonical_json
 from store import graph
-from store.bulk import GraphBatch, delete_account
+from store.bulk import ANALYZE_AFTER_ROWS, GraphBatch, delete_account
 from store.errors import IntegrityViolation, NotFoundError
 from store.tools import ArtifactCapture
 from storeworld import NOW, World, memory
@@ -302,3 +303,25 @@ async def test_delete_account_removes_every_row_of_the_account_only(
         assert await graph.list_conversations(s, world.account_id) == []
         assert await graph.list_user_memories(s, world.account_id) == []
         assert (await graph.get_conversation(s, kept.account_id, kept.conversation_id)).snapshot_seq == 12
+
+
+async def test_a_large_batch_is_analysed_so_the_next_tables_check_their_references_by_key(world: World) -> None:
+    """Foreign-key checks are planned from statistics. Without ANALYZE after a large COPY, a table last
+    analysed small makes Postgres check each new reference by scanning the account's rows (quadratic: the
+    growth benchmark's 100k-artifact load ran for hours); after it, by the referenced table's key."""
+    batch = GraphBatch(world.account_id, world.conversation_id)
+    for _ in range(ANALYZE_AFTER_ROWS):
+        batch.start_model_run(world.root_branch_id, world.assistant_id)
+    async with world.sessions() as s, s.begin():
+        await s.execute(text("ANALYZE model_runs"))  # statistics as of before the batch, whatever earlier tests wrote
+        before = (await s.execute(text("SELECT reltuples FROM pg_class WHERE relname = 'model_runs'"))).scalar_one()
+        await batch.write(s)
+        after = (await s.execute(text("SELECT reltuples FROM pg_class WHERE relname = 'model_runs'"))).scalar_one()
+        # The check Postgres runs for a reference to model_runs, as a generic (cached) plan.
+        await s.execute(text("SET LOCAL plan_cache_mode = force_generic_plan"))
+        await s.execute(text("PREPARE ri_check(text, text, text) AS SELECT 1 FROM ONLY model_runs x "
+                             "WHERE account_id = $1 AND conversation_id = $2 AND id = $3 FOR KEY SHARE OF x"))
+        plan = "\n".join((await s.execute(text("EXPLAIN EXECUTE ri_check('a', 'c', 'r')"))).scalars())
+        await s.execute(text("DEALLOCATE ri_check"))
+    assert after >= before + ANALYZE_AFTER_ROWS  # the rows of this uncommitted batch are counted
+    assert "uq_model_runs_account_id_conversation_id_id" in plan, plan
