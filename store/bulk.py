@@ -72,7 +72,8 @@ _WRITE_ORDER = (ModelRun, Message, ToolCall, ToolArtifact, ToolMemory)
 """Tables in foreign-key order; ``model_runs.message_id`` is set afterwards."""
 
 ANALYZE_AFTER_ROWS = 1_000
-"""A table that gains this many rows in one batch is analysed before the next table is copied.
+"""A table that gains this many rows through bulk writes in one session is analysed before the next table
+is copied.
 
 The next tables' foreign-key checks are planned from the statistics: a table
 analysed while it was empty (a fresh database, or after a large delete) makes
@@ -402,8 +403,7 @@ class GraphBatch:
             rows = [_shifted(row, offset) for row in self._rows[model]]
             seqs.update((row["id"], row["seq"]) for row in rows if "seq" in row)
             counts[model.__tablename__] = await copy_rows(session, cast(Table, model.__table__), rows)
-            if len(rows) >= ANALYZE_AFTER_ROWS:
-                await analyze(session, model)
+            await _analyze_when_grown(session, model, len(rows))
         if self._run_messages:
             await _set_run_messages(session, self.account_id, self._run_messages)
         for kind, other_id, new_id_ in self._stored_links:
@@ -467,6 +467,18 @@ async def delete_account(session: AsyncSession, account_id: str) -> None:
     for table in reversed(tables):
         owner = table.c.id if table.name == "accounts" else table.c.account_id
         await session.execute(delete(table).where(owner == account_id))
+
+
+async def _analyze_when_grown(session: AsyncSession, model: type[Base], rows: int) -> None:
+    """``ANALYZE`` ``model``'s table once this session has bulk-written ANALYZE_AFTER_ROWS rows into it since.
+
+    Counted per session, so many small batches in one transaction (one per branch) count together.
+    """
+    grown: dict[str, int] = session.info.setdefault("bulk_rows_since_analyze", {})
+    grown[model.__tablename__] = grown.get(model.__tablename__, 0) + rows
+    if grown[model.__tablename__] >= ANALYZE_AFTER_ROWS:
+        await analyze(session, model)
+        grown[model.__tablename__] = 0
 
 
 async def analyze(session: AsyncSession, *models: type[Base]) -> None:

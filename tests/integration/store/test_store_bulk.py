@@ -309,13 +309,15 @@ async def test_a_large_batch_is_analysed_so_the_next_tables_check_their_referenc
     """Foreign-key checks are planned from statistics. Without ANALYZE after a large COPY, a table last
     analysed small makes Postgres check each new reference by scanning the account's rows (quadratic: the
     growth benchmark's 100k-artifact load ran for hours); after it, by the referenced table's key."""
-    batch = GraphBatch(world.account_id, world.conversation_id)
-    for _ in range(ANALYZE_AFTER_ROWS):
-        batch.start_model_run(world.root_branch_id, world.assistant_id)
+    # Many small batches in one transaction (the growth benchmark writes one per branch) count together.
+    batches = [GraphBatch(world.account_id, world.conversation_id) for _ in range(4)]
+    for k in range(ANALYZE_AFTER_ROWS):
+        batches[k % 4].start_model_run(world.root_branch_id, world.assistant_id)
     async with world.sessions() as s, s.begin():
         await s.execute(text("ANALYZE model_runs"))  # statistics as of before the batch, whatever earlier tests wrote
         before = (await s.execute(text("SELECT reltuples FROM pg_class WHERE relname = 'model_runs'"))).scalar_one()
-        await batch.write(s)
+        for batch in batches:
+            await batch.write(s)
         after = (await s.execute(text("SELECT reltuples FROM pg_class WHERE relname = 'model_runs'"))).scalar_one()
         # The check Postgres runs for a reference to model_runs, as a generic (cached) plan.
         await s.execute(text("SET LOCAL plan_cache_mode = force_generic_plan"))
