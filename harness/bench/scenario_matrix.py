@@ -11,12 +11,12 @@ is filed under the kind of leak its scenario tests.
 from __future__ import annotations
 
 import re
-import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from activities.deps import GraphDeps
+from harness.bench.scenario_rows import Row, format_markdown, scenario_row
 from harness.bench.strategy import CallInput, ContextStrategy, FullReplay, count_tokens, message_text
 from harness.scenarios import all_scenarios
 from harness.scenarios.runner import context_text, run_scenario
@@ -52,24 +52,6 @@ class Cell:
         return f"{self.required_total - len(self.required_missing)}/{self.required_total}"
 
 
-@dataclass(frozen=True)
-class Reduction:
-    """Dossier alone on one scenario: the assembly record's own counts, scored on every fact."""
-
-    legacy_tokens: int
-    """Full transcript replay at the measured call (every raw result), as the record counts it."""
-    assembled_tokens: int
-    required_total: int
-    required_missing: list[str]
-    """Every required fact, those citing Dossier's record ids included."""
-    forbidden_present: list[str]
-
-    @property
-    def reduction(self) -> float:
-        """1 - assembled / legacy."""
-        return 1 - self.assembled_tokens / self.legacy_tokens if self.legacy_tokens else 0.0
-
-
 @dataclass
 class MatrixReport:
     """Scenario × strategy cells, plus each strategy's parameters."""
@@ -77,7 +59,7 @@ class MatrixReport:
     strategies: list[str]
     parameters: dict[str, dict[str, Any]]
     rows: dict[str, dict[str, Cell]] = field(default_factory=dict)
-    dossier: dict[str, Reduction] = field(default_factory=dict)
+    dossier: dict[str, Row] = field(default_factory=dict)
     """Per scenario: Dossier's reduction against legacy replay (final call, assembled afresh)."""
 
     def leaks_by_kind(self) -> dict[str, dict[str, int]]:
@@ -101,12 +83,7 @@ class MatrixReport:
                 for scenario, cells in self.rows.items()
             },
             "leaks_by_kind": self.leaks_by_kind(),
-            "dossier_reduction": {
-                scenario: {"legacy_tokens": r.legacy_tokens, "assembled_tokens": r.assembled_tokens,
-                           "reduction": round(r.reduction, 4), "required_total": r.required_total,
-                           "required_missing": r.required_missing, "forbidden_present": r.forbidden_present}
-                for scenario, r in self.dossier.items()
-            },
+            "dossier_reduction": {scenario: row.to_json() for scenario, row in self.dossier.items()},
         }
 
     def to_markdown(self) -> str:
@@ -138,18 +115,7 @@ class MatrixReport:
             lines += ["", "Dossier alone, scored on every fact (those citing its record ids too): the final "
                       "call's assembly (the scenario's first call of its participant, so assembled afresh) "
                       "against legacy replay of the same call, as the assembly record counts both.", "",
-                      "| scenario | legacy replay | Dossier | reduction | required kept | forbidden leaked |",
-                      "|---|---:|---:|---:|---:|---:|"]
-            for scenario, r in self.dossier.items():
-                lines.append(f"| {scenario} | {r.legacy_tokens:,} | {r.assembled_tokens:,} | {r.reduction:.1%} | "
-                             f"{r.required_total - len(r.required_missing)}/{r.required_total} | "
-                             f"{len(r.forbidden_present)} |")
-            legacy = sum(r.legacy_tokens for r in self.dossier.values())
-            assembled = sum(r.assembled_tokens for r in self.dossier.values())
-            lines.append(f"| **all** | **{legacy:,}** | **{assembled:,}** | **{1 - assembled / legacy:.1%}** | | |")
-            reductions = sorted(r.reduction for r in self.dossier.values())
-            lines += ["", f"Median {statistics.median(reductions):.1%}, min {reductions[0]:.1%}, "
-                          f"max {reductions[-1]:.1%}."]
+                      format_markdown(list(self.dossier.values()))]
         return "\n".join(lines)
 
 
@@ -201,9 +167,7 @@ async def run_matrix(deps: GraphDeps, peers: Sequence[ContextStrategy], names: S
         dossier_text = context_text(outcome.messages)
         missing, leaked = _score(dossier_text, required, outcome.forbidden)
         cells: dict[str, Cell] = {"dossier": Cell(outcome.assembled_tokens, len(required), missing, leaked)}
-        report.dossier[scenario.name] = Reduction(outcome.legacy_tokens, outcome.assembled_tokens,
-                                                  len(outcome.required), outcome.required_missing,
-                                                  outcome.forbidden_present)
+        report.dossier[scenario.name] = scenario_row(outcome)
         replay = [message.to_openai() for message in outcome.legacy]
         for strategy in strategies:
             context = strategy.context(CallInput(messages=replay, token_budget=outcome.assembled_tokens))
