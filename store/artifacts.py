@@ -4,8 +4,9 @@ Objects are content-addressed per account::
 
     accounts/<account_id>/sha256/<hex digest>
 
-so a put is idempotent (an existing object is not uploaded again) and a
-read can prove it returns the bytes that were stored: every read re-hashes
+so a put is idempotent (an existing object whose bytes hash to its address is
+not uploaded again; one that does not, whatever its size or metadata, is
+replaced) and a read can prove it returns the bytes that were stored: every read re-hashes
 and raises :class:`ArtifactIntegrityError` on a mismatch instead of
 returning the bytes. The sha256 is computed here, never taken from the
 ETag (multipart ETags are not content hashes).
@@ -89,6 +90,16 @@ def _meta(headers: dict[str, str] | None, name: str) -> str | None:
         if key.lower() in (wanted, name):
             return value
     return None
+
+
+class _Discard(io.RawIOBase):
+    """A sink that keeps nothing (hashing an existing object only to verify it)."""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: bytes) -> int:  # type: ignore[override]
+        return len(data)
 
 
 class ArtifactStore:
@@ -261,8 +272,16 @@ class ArtifactStore:
         except ArtifactNotFoundError:
             existing = None
         if existing is not None and existing.size == size:
-            return ref
-        if existing is not None:
+            # Size and metadata prove nothing (a same-size object with copied metadata passes both): only
+            # bytes that hash to the address may stand in for this upload. Read them back and hash them.
+            try:
+                stored: str | None = await self._call(lambda: self._read_into(key, _Discard()), key)
+            except ArtifactNotFoundError:  # removed since the stat: upload it
+                stored = None
+            if stored == digest:
+                return ref
+            logger.warning("artifact %s holds bytes hashing to %s, not its address: uploading again", key, stored)
+        elif existing is not None:
             logger.warning("artifact %s has %s bytes, expected %s: uploading again", key, existing.size, size)
 
         def upload() -> None:

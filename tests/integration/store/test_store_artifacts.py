@@ -52,6 +52,27 @@ async def test_tampered_object_is_refused(artifact_store: ArtifactStore, s3: Min
         (await artifact_store.get_file("acct-tamper", ref.key, ref.sha256)).close()
 
 
+async def test_a_same_size_tampered_object_is_replaced_on_the_next_put(
+    artifact_store: ArtifactStore, s3: Minio, s3_bucket: str
+) -> None:
+    # Content addressing skips the upload when the object already exists; only bytes that hash to the
+    # address may count as "already there". A forged object of the same size (metadata copied too)
+    # must not make every later identical result unreadable: the put re-verifies and replaces it.
+    data = b"the real bytes"
+    ref = await artifact_store.put("acct-poison", data, privacy=PrivacyClass.USER)
+    forged = b"forged bytes!!"
+    assert len(forged) == len(data)
+    s3.put_object(s3_bucket, ref.key, io.BytesIO(forged), len(forged),
+                  metadata={"sha256": ref.sha256, "privacy": "user", "account": "acct-poison"})
+    again = await artifact_store.put("acct-poison", data, privacy=PrivacyClass.USER)
+    assert again == ref
+    assert await artifact_store.get("acct-poison", ref.key, ref.sha256) == data
+    spooled = await artifact_store.put_stream("acct-poison", io.BytesIO(forged))  # the forger's own address
+    s3.put_object(s3_bucket, spooled.key, io.BytesIO(data), len(data))
+    await artifact_store.put_stream("acct-poison", io.BytesIO(forged))
+    assert await artifact_store.get("acct-poison", spooled.key, spooled.sha256) == forged
+
+
 async def test_missing_object_and_foreign_account(artifact_store: ArtifactStore) -> None:
     missing = object_key("acct-missing", "0" * 64)
     with pytest.raises(ArtifactNotFoundError):
