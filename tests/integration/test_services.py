@@ -227,3 +227,47 @@ def test_concurrent_ensure_starts_one_server(isolated: Settings) -> None:
     results = [json.loads(p.communicate(timeout=60)[0]) for p in procs]
     assert all(p.returncode == 0 for p in procs)
     assert results[0] == results[1]
+
+
+# --- any checkout path ---------------------------------------------------------------------
+
+
+SOCKET_PATH_MAX = 107
+"""Longest Unix socket path Linux accepts (``sun_path`` is 108 bytes with its NUL)."""
+
+
+@pytest.fixture
+def deep(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Settings]:
+    """Settings whose DOSSIER_HOME is too deep for any Unix socket inside it, stopped and deleted after."""
+    home = tmp_path_factory.mktemp("deep") / ("checkout-" + "c" * 40) / ("nested-" + "n" * 40) / ".dossier"
+    own = Settings(_env_file=None, dossier_home=home, database_url=None, s3_endpoint=None, temporal_address=None,
+                   temporal_ui_port=free_ports(1)[0])
+    assert len(str(home / "postgres" / ".s.PGSQL.5432")) > SOCKET_PATH_MAX
+    try:
+        yield own
+    finally:
+        stop_services(own)
+        shutil.rmtree(home, ignore_errors=True)
+
+
+async def test_embedded_postgres_and_s3_serve_from_a_deep_checkout_path(deep: Settings) -> None:
+    endpoints = ensure_services(deep, ["postgres", "s3"])
+    pids = _pids(deep)
+    conn = await asyncpg.connect(endpoints.database_url)
+    try:
+        assert await conn.fetchval("SELECT 1") == 1
+    finally:
+        await conn.close()
+    s3 = s3_client(endpoints.s3_endpoint, endpoints.s3_access_key, endpoints.s3_secret_key,
+                   region=endpoints.s3_region, secure=endpoints.s3_secure)
+    assert s3.bucket_exists(endpoints.s3_bucket)
+    s3.put_object(endpoints.s3_bucket, "deep.txt", io.BytesIO(b"deep"), 4)
+    # Every socket either service opened has a path the kernel accepts.
+    for pid in (pids["postgres"], pids["s3"]):
+        for conn_ in psutil.Process(pid).net_connections(kind="unix"):
+            assert len(conn_.laddr or "") <= SOCKET_PATH_MAX
+    # Idempotent: a second ensure reuses both; down stops both.
+    assert ensure_services(deep, ["postgres", "s3"]) == endpoints
+    assert _pids(deep) == pids
+    assert sorted(stop_services(deep)) == ["postgres", "s3"]
+    assert _pids(deep)["postgres"] is None and _pids(deep)["s3"] is None
