@@ -8,6 +8,7 @@ new value cannot be added without deciding where it ranks.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import StrEnum
 
 
@@ -34,8 +35,16 @@ PRIVACY_RANK: dict[PrivacyClass, int] = {
 }
 
 
-def strictest_privacy(classes: list[PrivacyClass]) -> PrivacyClass:
+STRICTEST_PRIVACY = PrivacyClass.SECRET_ADJACENT
+"""What an unknown source, an unknown tool or an unresolvable reference counts as: fail closed."""
+
+
+def strictest_privacy(classes: Iterable[PrivacyClass]) -> PrivacyClass:
     """The most restrictive of ``classes``; an empty list fails closed.
+
+    The one join of the taint rule: a derived record (a memory, a promoted
+    report, a tool call's arguments, the file it writes, a checkpoint) is at
+    least as strict as every record it was built from.
 
     Args:
         classes: privacy classes of the sources of a derived record.
@@ -44,9 +53,20 @@ def strictest_privacy(classes: list[PrivacyClass]) -> PrivacyClass:
         The class with the highest rank, or ``SECRET_ADJACENT`` when no source
         class is known (an unknown source must not make a record more public).
     """
-    if not classes:
-        return PrivacyClass.SECRET_ADJACENT
-    return max(classes, key=PRIVACY_RANK.__getitem__)
+    ranked = [PrivacyClass(c) for c in classes]
+    if not ranked:
+        return STRICTEST_PRIVACY
+    return max(ranked, key=PRIVACY_RANK.__getitem__)
+
+
+def at_least(privacy: PrivacyClass, floor: PrivacyClass | None) -> PrivacyClass:
+    """``privacy`` raised to ``floor`` (``None``: no floor): never looser than either."""
+    return PrivacyClass(privacy) if floor is None else strictest_privacy((privacy, floor))
+
+
+def is_looser(privacy: PrivacyClass, than: PrivacyClass) -> bool:
+    """Whether ``privacy`` is strictly less restrictive than ``than``."""
+    return PRIVACY_RANK[PrivacyClass(privacy)] < PRIVACY_RANK[PrivacyClass(than)]
 
 
 class VisibilityScope(StrEnum):
@@ -200,3 +220,7 @@ class OmissionReason(StrEnum):
     RAW_NOT_REQUESTED = "raw_not_requested"
     RAW_BYTE_BUDGET = "raw_byte_budget"
     RAW_PRIVACY = "raw_privacy"
+    RAW_MISSING = "raw_missing"
+    """Raw bytes planned for the model (evidence or a first read) whose stored object is missing."""
+    RAW_HASH_MISMATCH = "raw_hash_mismatch"
+    """Raw bytes planned for the model whose stored object failed its sha256 check (tampered or corrupt)."""

@@ -10,7 +10,11 @@
 
 Both only plan: the caller reads the planned bytes (``activities/context.py``
 verifies them against their hash) and :func:`policy.render.render_context`
-cuts them with :func:`slice_payload` and :func:`bounded`. A slice is exact:
+cuts them with :func:`slice_payload` and :func:`bounded`. Planned bytes that
+could not be read (the object is gone, or fails its hash) are never replaced
+silently: the model is told they are unavailable, and
+:func:`unavailable_raw_decisions` rewrites their decisions so the record says
+they were not shown (``raw_missing`` / ``raw_hash_mismatch``). A slice is exact:
 rows of a CSV keep their header and original text, JSON pointers return the
 value as canonical JSON, and anything cut for the byte budget says so.
 """
@@ -20,6 +24,8 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections import Counter
+from collections.abc import Mapping, Sequence
 
 from policy.derive import decode_payload
 from policy.enums import DecisionOutcome, OmissionReason
@@ -27,7 +33,14 @@ from policy.errors import DerivationError
 from policy.gates import Viewer, admit
 from policy.lines import ShortIds, withheld_evidence_line
 from policy.policy import ContextPolicy
-from policy.records import CandidateSet, GenerationBoundary, Locator, RehydrationItem, canonical_json
+from policy.records import (
+    CandidateSet,
+    GenerationBoundary,
+    Locator,
+    PolicyDecisionRecord,
+    RehydrationItem,
+    canonical_json,
+)
 from policy.selection import Item, Ledger
 
 
@@ -96,6 +109,68 @@ def plan_rehydration(
         ledger.decide("rehydration", ref, DecisionOutcome.REHYDRATED,
                       f"exact evidence requested ({describe(request.locator)}), up to {size} bytes")
     return plan, notes
+
+
+RAW_MISSING_TEXT = "the stored object is missing"
+"""Why planned bytes are unavailable: no object under the artifact's key."""
+RAW_HASH_MISMATCH_TEXT = "the stored bytes failed their sha256 check"
+"""Why planned bytes are unavailable: the object's bytes do not hash to what was captured."""
+
+
+def unavailable_raw_decisions(
+    decisions: Sequence[PolicyDecisionRecord],
+    planned: Sequence[RehydrationItem],
+    unavailable: Mapping[str, str],
+) -> tuple[tuple[PolicyDecisionRecord, ...], Counter[str]]:
+    """The decisions with every planned read that failed recorded as such, and the omissions to add.
+
+    Selection decides before any byte is read, so a planned read is logged
+    ``rehydrated``. When its bytes could not be read, the context carries what
+    :func:`policy.render.render_context` puts there instead (the evidence line
+    or the result's summary, each saying the raw bytes are unavailable and
+    why), and the decision must say the same: requested evidence becomes
+    ``omitted``; a first read stays ``included`` (its tool message is there)
+    but as the summary, not raw. Both carry ``raw_hash_mismatch`` (the bytes
+    failed their sha256 check) or ``raw_missing``.
+
+    Args:
+        decisions: the assembly's decisions, in order.
+        planned: the selection's rehydration plan.
+        unavailable: artifact id -> why its bytes could not be read
+            (:data:`RAW_HASH_MISMATCH_TEXT`, :data:`RAW_MISSING_TEXT`).
+
+    Returns:
+        The decisions (same order) and the omission counts the record gains.
+    """
+    subjects: dict[tuple[str, str], tuple[str, bool]] = {}
+    for item in planned:
+        if item.artifact_id not in unavailable:
+            continue
+        if item.tool_call_id is not None:
+            subjects[("appended", f"tool_call:{item.tool_call_id}")] = (item.artifact_id, True)
+        else:
+            subjects[("rehydration", f"artifact:{item.artifact_id}")] = (item.artifact_id, False)
+    added: Counter[str] = Counter()
+    out: list[PolicyDecisionRecord] = []
+    for decision in decisions:
+        found = subjects.get((decision.kind, decision.subject_ref))
+        if found is None or decision.outcome is not DecisionOutcome.REHYDRATED:
+            out.append(decision)
+            continue
+        artifact_id, first_read = found
+        why = unavailable[artifact_id]
+        omission = OmissionReason.RAW_HASH_MISMATCH if why == RAW_HASH_MISMATCH_TEXT else OmissionReason.RAW_MISSING
+        if first_read:
+            outcome = DecisionOutcome.INCLUDED
+            reason = (f"own result as a native tool message (summary): planned whole, but {why} "
+                      f"(artifact:{artifact_id}); the message says the raw bytes are unavailable")
+        else:
+            outcome = DecisionOutcome.OMITTED
+            reason = (f"exact evidence planned, not shown: {why} (artifact:{artifact_id}); "
+                      "the context says the raw evidence is unavailable")
+        out.append(decision.model_copy(update={"outcome": outcome, "reason": reason, "omission": omission}))
+        added[omission.value] += 1
+    return tuple(out), added
 
 
 def slice_payload(raw: bytes, locator: Locator | None) -> str:

@@ -32,7 +32,15 @@ from activities.ingest import (
 )
 from activities.provenance import verify_provenance
 from harness.scenarios.runner import context_text
-from policy.enums import MessageRole, PrivacyClass, ResolutionStatus, RuntimeKind, ToolCallStatus
+from policy.enums import (
+    DecisionOutcome,
+    MessageRole,
+    OmissionReason,
+    PrivacyClass,
+    ResolutionStatus,
+    RuntimeKind,
+    ToolCallStatus,
+)
 from policy.errors import UnknownParticipantError
 from policy.records import EvidenceRequest, GenerationBoundary
 from policy.tools import ToolCatalog, ToolSpec
@@ -278,6 +286,63 @@ async def test_a_tampered_artifact_is_detected_on_read_and_never_rehydrated(chat
     repaired = await verify_provenance(chat.deps, chat.account_id, chat.conversation_id, chat.branch_id, deep=True)
     assert [(m.id, m.resolution) for m in repaired] == [(memory.id, ResolutionStatus.REPAIRED)]
     assert repaired[0].source_artifact_ids == (artifact.id,)
+
+
+async def test_a_first_read_whose_bytes_fail_their_hash_is_recorded_as_not_shown_whole(
+    chat: Chat, s3: Minio
+) -> None:
+    # The participant's unread result is planned whole (a native tool message, read from S3). When the
+    # stored bytes fail their sha256 check, the model gets the summary and is told why, and the record
+    # must say the same: not rehydrated, omitted for a hash mismatch (before the fix the decision still
+    # said REHYDRATED "own result as a native tool message (raw)").
+    await chat.say("Look up account A-9.")
+    original = json.dumps({"id": "A-9", "tier": "gold", "arr_eur": 120000, "pad": "x" * 200}).encode()
+    async with chat.deps.sessions() as session, session.begin():
+        await messages.append_message(
+            session, chat.account_id, chat.conversation_id, chat.branch_id, role=MessageRole.ASSISTANT,
+            content="", author_participant_id=chat.assistant_id,
+            tool_calls=[{"call_id": "call_first", "name": "crm.get_account", "arguments": {"account_id": "A-9"}}])
+    call, ingested = await chat.call("crm.get_account", {"account_id": "A-9"}, "first", original)
+    artifact = ingested.artifact
+
+    intact = await assemble_context(chat.deps, chat.boundary())
+    [shown] = [d for d in intact.result.decisions if d.subject_ref == f"tool_call:{call.id}" and d.kind == "appended"]
+    assert shown.outcome is DecisionOutcome.REHYDRATED  # the planned first read, bytes intact
+    assert f"artifact:{artifact.id}#native" in intact.result.record.rehydrated_refs
+    assert "120000" in context_text(intact.result.messages)
+
+    forged = original.replace(b"120000", b"999999")
+    s3.put_object(chat.deps.artifacts.bucket, artifact.storage_key, io.BytesIO(forged), len(forged))
+    assembled = await assemble_context(chat.deps, chat.boundary())
+    text_ = context_text(assembled.result.messages)
+    assert "999999" not in text_
+    assert "raw bytes unavailable: the stored bytes failed their sha256 check" in text_
+    assert assembled.result.record.rehydrated_refs == ()
+    [decision] = [d for d in assembled.result.decisions
+                  if d.subject_ref == f"tool_call:{call.id}" and d.kind == "appended"]
+    assert decision.outcome is not DecisionOutcome.REHYDRATED
+    assert decision.omission is OmissionReason.RAW_HASH_MISMATCH
+    assert "sha256" in decision.reason
+    assert assembled.result.record.omitted_counts[OmissionReason.RAW_HASH_MISMATCH.value] == 1
+    # What was persisted says the same as what was returned.
+    async with chat.deps.sessions() as session:
+        stored = (await session.execute(text(
+            "SELECT outcome, omission FROM policy_decisions WHERE context_assembly_id = :a AND subject_ref = :s "
+            "AND kind = 'appended'"), {"a": assembled.assembly_id, "s": f"tool_call:{call.id}"})).one()
+    assert tuple(stored) == (decision.outcome.value, OmissionReason.RAW_HASH_MISMATCH.value)
+
+
+async def test_requested_evidence_whose_object_is_missing_is_recorded_as_not_rehydrated(chat: Chat) -> None:
+    original = json.dumps({"id": "A-7", "tier": "silver"}).encode()
+    _, ingested = await chat.call("crm.get_account", {"account_id": "A-7"}, "ev", original)
+    await chat.deps.artifacts.delete(chat.account_id, ingested.artifact.storage_key)
+    await chat.say("Quote the raw account record.")
+    boundary = chat.boundary(evidence_requests=(EvidenceRequest(artifact_id=ingested.artifact.id, reason="quote"),))
+    assembled = await assemble_context(chat.deps, boundary)
+    assert "raw evidence unavailable: the stored object is missing" in context_text(assembled.result.messages)
+    [decision] = [d for d in assembled.result.decisions if d.kind == "rehydration"]
+    assert decision.outcome is DecisionOutcome.OMITTED
+    assert decision.omission is OmissionReason.RAW_MISSING
 
 
 async def test_a_missing_object_marks_the_memory_with_the_real_artifact_id(chat: Chat) -> None:
