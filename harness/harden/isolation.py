@@ -1,0 +1,558 @@
+"""Isolation: every read path tried with another account's and another participant's ids.
+
+Each *attempt* calls one read path twice as the probing account: once with
+an id that belongs to someone else (another account, or another participant
+of the same account) and once with a fresh id that exists nowhere. The
+attempt is *denied* when the two outcomes cannot be told apart after the ids
+are blanked: the same error type with the same message, or the same (empty)
+result. Returning the other account's data, or failing differently from an
+unknown id (which lets a caller probe for ids), is a violation.
+
+Read paths covered: every store getter and lister, the candidate loader,
+raw payload reads (inline and S3, by artifact id and by object key), context
+assembly in every runtime mode (foreign conversation, branch, participant,
+evidence request), provenance checks, the Python client, the CLI (as a
+subprocess with another installation's account), and S3 with a wrong key.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import subprocess
+import sys
+import tempfile
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import text
+
+from activities import context as context_activity
+from activities import ingest, provenance
+from harness.harden.report import Figures
+from harness.harden.stack import Stack
+from policy.enums import RuntimeKind
+from policy.records import EvidenceRequest, GenerationBoundary
+from store import assemblies, branches, candidates, checkpoints, conversations, messages, payloads, skills
+from store import tool_memories, user_memories
+from store import tools as tool_store
+
+PART = "isolation"
+ACCOUNT_TABLES = ("conversations", "branches", "participants", "messages", "model_runs", "tool_calls",
+                  "tool_artifacts", "tool_memories", "user_memories", "skill_states", "continuation_checkpoints",
+                  "context_assemblies", "policy_decisions")
+SCENARIOS_QUICK = ("participant_visibility", "subagent_child_artifact_capture")
+SCENARIOS_FULL = ("deferred_document_picker", "multi_skill_runtime_state", "participant_visibility",
+                  "branch_isolation", "subagent_continuation_state", "subagent_child_artifact_capture",
+                  "scheduled_job")
+
+
+@dataclass
+class AccountIds:
+    """Every id one account's graph holds, by kind."""
+
+    account: str
+    ids: dict[str, list[Any]] = field(default_factory=dict)
+
+    def first(self, kind: str) -> Any:
+        return self.ids[kind][0] if self.ids.get(kind) else None
+
+
+async def collect_ids(stack: Stack, account_id: str) -> AccountIds:
+    """Read every id of ``account_id`` straight from the tables."""
+    queries = {
+        "conversation": "SELECT id FROM conversations WHERE account_id=:a ORDER BY id",
+        "branch": "SELECT conversation_id, id FROM branches WHERE account_id=:a ORDER BY id",
+        "participant": "SELECT conversation_id, id FROM participants WHERE account_id=:a ORDER BY id",
+        "message": "SELECT id FROM messages WHERE account_id=:a ORDER BY seq",
+        "model_run": "SELECT id FROM model_runs WHERE account_id=:a ORDER BY id",
+        "tool_call": "SELECT id, call_id FROM tool_calls WHERE account_id=:a ORDER BY seq",
+        "artifact": "SELECT id, storage, storage_key, sha256, visibility, owner_participant_id, conversation_id, "
+                    "branch_id FROM tool_artifacts WHERE account_id=:a ORDER BY id",
+        "memory": "SELECT id FROM tool_memories WHERE account_id=:a ORDER BY id",
+        "checkpoint": "SELECT id FROM continuation_checkpoints WHERE account_id=:a ORDER BY id",
+        "skill_state": "SELECT id FROM skill_states WHERE account_id=:a ORDER BY id",
+        "assembly": "SELECT id FROM context_assemblies WHERE account_id=:a ORDER BY id",
+        "user_memory": "SELECT id, text FROM user_memories WHERE account_id=:a ORDER BY id",
+    }
+    found = AccountIds(account=account_id)
+    async with stack.deps.sessions() as session:
+        for kind, sql in queries.items():
+            try:
+                rows = (await session.execute(text(sql), {"a": account_id})).all()
+            except Exception:  # a column this revision does not have: fall back to ids only
+                await session.rollback()
+                table = sql.split(" FROM ")[-1].split()[0]
+                rows = (await session.execute(text(f"SELECT id FROM {table} WHERE account_id=:a"),
+                                              {"a": account_id})).all()
+            found.ids[kind] = [tuple(r) if len(r) > 1 else r[0] for r in rows]
+    return found
+
+
+async def table_counts(stack: Stack) -> dict[str, int]:
+    """Rows per graph table (all accounts)."""
+    async with stack.deps.sessions() as session:
+        return {t: int(await session.scalar(text(f"SELECT count(*) FROM {t}"))) for t in ACCOUNT_TABLES}
+
+
+def _blank(value: str, ids: list[str]) -> str:
+    for one in sorted((i for i in ids if i), key=len, reverse=True):
+        value = value.replace(one, "<ID>").replace(one[:8], "<ID>")
+    return re.sub(r"0x[0-9a-f]+", "0x?", value)
+
+
+Outcome = tuple[str, str]
+
+
+async def _outcome(call: Callable[[], Awaitable[Any]], ids: list[str]) -> Outcome:
+    try:
+        result = await call()
+    except Exception as error:  # the outcome under test: any exception is compared, not judged
+        return (f"error:{type(error).__name__}", _blank(str(error), ids))
+    return ("ok", _blank(_normal(result), ids))
+
+
+def _normal(result: Any) -> str:
+    """A comparable rendering of a result: model dumps without volatile fields."""
+    if result is None:
+        return "None"
+    if isinstance(result, (list, tuple)):
+        return "[" + ", ".join(_normal(r) for r in result) + "]"
+    if hasattr(result, "model_dump"):
+        return repr(sorted(result.model_dump(mode="json").items()))
+    if isinstance(result, bytes):
+        return f"bytes[{len(result)}]"
+    return repr(result)
+
+
+@dataclass
+class Prober:
+    """Counts attempts and denials; every undenied attempt becomes a finding."""
+
+    figures: Figures
+    attempts: int = 0
+    denied: int = 0
+    log: list[dict[str, Any]] = field(default_factory=list)
+
+    async def attempt(self, path: str, foreign_id: Any, unknown_id: Any,
+                      call: Callable[[Any], Awaitable[Any]], *, mode: str = "",
+                      leak_check: Callable[[Any], bool] | None = None) -> bool:
+        """Call ``call`` with a foreign id and with an unknown one; denied when indistinguishable."""
+        ids = [str(x) for x in _flatten(foreign_id) + _flatten(unknown_id)]
+        foreign = await _outcome(lambda: call(foreign_id), ids)
+        unknown = await _outcome(lambda: call(unknown_id), ids)
+        self.attempts += 1
+        ok = foreign == unknown
+        if ok and leak_check is not None:
+            try:
+                ok = not leak_check(await call(foreign_id))
+            except Exception:  # noqa: BLE001 - raising again is the denial already compared above
+                ok = True
+        if ok:
+            self.denied += 1
+        else:
+            self.figures.finding(PART, f"{path} is not denied like an unknown id", mode=mode,
+                                 foreign=str(foreign)[:300], unknown=str(unknown)[:300],
+                                 id=str(foreign_id)[:120])
+        self.log.append({"path": path, "mode": mode, "denied": ok})
+        return ok
+
+
+def _flatten(value: Any) -> list[Any]:
+    if isinstance(value, (tuple, list)):
+        return [x for v in value for x in _flatten(v)]
+    return [value]
+
+
+def _uuid() -> str:
+    return str(uuid.uuid4())
+
+
+async def _store_paths(stack: Stack, prober: Prober, me: str, other: AccountIds) -> None:
+    """Every store read, as ``me``, on ``other``'s ids."""
+    deps = stack.deps
+
+    def session_call(fn: Callable[..., Awaitable[Any]], *args: Any, **kwargs: Any):
+        async def run(one_id: Any) -> Any:
+            async with deps.sessions() as session:
+                return await fn(session, me, *(one_id if isinstance(one_id, tuple) else (one_id,)),
+                                *args, **kwargs)
+        return run
+
+    singles: list[tuple[str, str, Callable[..., Awaitable[Any]], dict[str, Any]]] = [
+        ("conversation", "store.get_conversation", conversations.get_conversation, {}),
+        ("conversation", "store.list_branches", branches.list_branches, {}),
+        ("conversation", "store.list_participants", conversations.list_participants, {}),
+        ("participant", "store.get_participant", conversations.get_participant, {}),
+        ("message", "store.get_message", messages.get_message, {}),
+        ("model_run", "store.get_model_run", messages.get_model_run, {}),
+        ("tool_call", "store.get_tool_call", tool_store.get_tool_call, {}),
+        ("tool_call", "store.get_tool_call_history", tool_store.get_tool_call_history, {}),
+        ("tool_call", "store.get_artifact_for_tool_call", tool_store.get_artifact_for_tool_call, {}),
+        ("call_id", "store.get_tool_call_by_call_id", tool_store.get_tool_call_by_call_id, {}),
+        ("artifact", "store.get_artifact", tool_store.get_artifact, {}),
+        ("artifact", "store.get_artifact_arguments", tool_store.get_artifact_arguments, {}),
+        ("artifact", "store.get_inline_payload", tool_store.get_inline_payload, {}),
+        ("memory", "store.get_tool_memory", tool_memories.get_tool_memory, {}),
+        ("checkpoint", "store.get_checkpoint", checkpoints.get_checkpoint, {}),
+        ("skill_state", "store.get_skill_state", skills.get_skill_state, {}),
+        ("assembly", "store.get_context_assembly", assemblies.get_context_assembly, {}),
+        ("branch", "store.get_branch", branches.get_branch, {}),
+        ("branch", "store.load_lineage", branches.load_lineage, {}),
+    ]
+    for kind, path, fn, kwargs in singles:
+        for foreign in _ids_of(other, kind):
+            await prober.attempt(path, foreign, _uuid() if kind != "call_id" else f"call_{uuid.uuid4().hex[:12]}",
+                                 session_call(fn, **kwargs))
+
+    async def list_runs(conversation_id: str) -> Any:
+        async with deps.sessions() as session:
+            return await messages.list_model_runs(session, me, conversation_id)
+
+    async def list_assemblies_conv(conversation_id: str) -> Any:
+        async with deps.sessions() as session:
+            return await assemblies.list_context_assemblies(session, me, conversation_id=conversation_id)
+
+    async def list_assemblies_run(run_id: str) -> Any:
+        async with deps.sessions() as session:
+            return await assemblies.list_context_assemblies(session, me, model_run_id=run_id)
+
+    for conversation_id in _ids_of(other, "conversation"):
+        await prober.attempt("store.list_model_runs", conversation_id, _uuid(), list_runs)
+        await prober.attempt("store.list_context_assemblies(conversation)", conversation_id, _uuid(),
+                             list_assemblies_conv)
+    for run_id in _ids_of(other, "model_run")[:3]:
+        await prober.attempt("store.list_context_assemblies(model_run)", run_id, _uuid(), list_assemblies_run)
+
+    async def load(pair: tuple[str, str]) -> Any:
+        async with deps.sessions() as session:
+            return await candidates.load_candidates(session, me, pair[0], pair[1], deps.limits)
+
+    for conversation_id, branch_id in other.ids.get("branch", []):
+        await prober.attempt("store.load_candidates", (conversation_id, branch_id), (_uuid(), _uuid()), load)
+        own_conversation = stack.extra.get(f"conversation:{me}")
+        if own_conversation:  # my own conversation, someone else's branch
+            await prober.attempt("store.load_candidates(own conversation, foreign branch)",
+                                 (own_conversation, branch_id), (own_conversation, _uuid()), load)
+
+    async def payload(artifact_id: str) -> Any:
+        async with deps.sessions() as session:
+            return await payloads.read_artifact_payload(session, deps.artifacts, me, artifact_id)
+
+    async def extra_artifacts(artifact_id: str) -> Any:
+        # My own branch, someone else's artifact as an extra id (how evidence requests load).
+        conversation_id, branch_id = stack.extra[f"branch:{me}"]
+        async with deps.sessions() as session:
+            loaded = await candidates.load_candidates(session, me, conversation_id, branch_id, deps.limits,
+                                                      extra_artifact_ids=[artifact_id])
+        return sorted(a.id for a in loaded.artifacts)
+
+    for row in other.ids.get("artifact", []):
+        artifact_id = row[0] if isinstance(row, tuple) else row
+        await prober.attempt("store.read_artifact_payload", artifact_id, _uuid(), payload)
+        if f"branch:{me}" in stack.extra:
+            await prober.attempt("store.load_candidates(extra_artifact_ids)", artifact_id, _uuid(),
+                                 extra_artifacts, leak_check=lambda ids, a=artifact_id: a in ids)
+
+    async def user_mems(_: Any) -> Any:
+        async with deps.sessions() as session:
+            return await user_memories.list_user_memories(session, me)
+
+    foreign_texts = [row[1] for row in other.ids.get("user_memory", []) if isinstance(row, tuple)]
+    if foreign_texts:
+        await prober.attempt("store.list_user_memories", other.account, _uuid(), user_mems,
+                             leak_check=lambda rows: any(r.text in foreign_texts for r in rows))
+
+
+def _ids_of(account: AccountIds, kind: str) -> list[Any]:
+    rows = account.ids.get("tool_call" if kind == "call_id" else kind, [])
+    out = []
+    for row in rows:
+        if kind == "call_id":
+            out.append(row[1])
+        elif kind == "tool_call":
+            out.append(row[0])
+        elif kind in ("branch", "participant", "artifact", "user_memory") and isinstance(row, tuple):
+            out.append(row[1] if kind in ("branch", "participant") else row[0])
+        else:
+            out.append(row)
+    return out
+
+
+async def _s3_paths(stack: Stack, prober: Prober, me: str, other: AccountIds) -> None:
+    """Object reads by key: another account's keys under my account, and a wrong S3 key."""
+    store = stack.deps.artifacts
+    rows = [r for r in other.ids.get("artifact", []) if isinstance(r, tuple) and r[2]]
+    for _id, _storage, key, sha, *_ in rows:
+        unknown_key = f"accounts/{other.account}/sha256/{uuid.uuid4().hex}{uuid.uuid4().hex}"
+        await prober.attempt("s3.get", (key, sha), (unknown_key, sha),
+                             lambda pair: store.get(me, pair[0], pair[1]))
+        await prober.attempt("s3.get_file", (key, sha), (unknown_key, sha),
+                             lambda pair: store.get_file(me, pair[0], pair[1]))
+        await prober.attempt("s3.stat", key, unknown_key, lambda k: store.stat(me, k))
+        await prober.attempt("s3.exists", key, unknown_key, lambda k: store.exists(me, k))
+        await prober.attempt("s3.privacy_of", key, unknown_key, lambda k: store.privacy_of(me, k))
+    if rows:
+        from store.artifacts import ArtifactStore
+
+        _id, _storage, key, sha, *_ = rows[0]
+        e = stack.endpoints
+        for label, access, secret in (("wrong secret key", e.s3_access_key, "not-the-secret-key-0123456789"),
+                                      ("wrong access key", "AKIAHARDENWRONG", e.s3_secret_key),
+                                      ("anonymous", None, None)):
+            wrong = ArtifactStore(endpoint=e.s3_endpoint, access_key=access, secret_key=secret,
+                                  bucket=e.s3_bucket, region=e.s3_region)
+            prober.attempts += 1
+            try:
+                data = await wrong.get(other.account, key, sha)
+            except Exception as error:  # noqa: BLE001 - refusal is the expected outcome
+                prober.denied += 1
+                prober.log.append({"path": f"s3 {label}", "denied": True, "error": type(error).__name__})
+            else:
+                prober.figures.finding(PART, f"S3 served an object with a {label}", bytes=len(data), key=key)
+
+
+def _boundary(account: str, conversation: str, branch: str, participant: str, kind: RuntimeKind,
+              evidence: tuple[str, ...] = ()) -> GenerationBoundary:
+    return GenerationBoundary(
+        account_id=account, conversation_id=conversation, branch_id=branch, participant_id=participant,
+        runtime_kind=kind, provider_route="openai", token_budget=8192,
+        now=datetime(2026, 12, 1, tzinfo=UTC),
+        evidence_requests=tuple(EvidenceRequest(artifact_id=a, reason="harden isolation") for a in evidence),
+    )
+
+
+def _context_text(result: Any) -> str:
+    parts = []
+    for message in result.result.messages:
+        parts.append(f"{message.role}:{message.content or ''}")
+        parts += [f"{c.call_id} {c.name} {c.arguments}" for c in message.tool_calls]
+    return "\n".join(parts)
+
+
+async def _assembly_paths(stack: Stack, prober: Prober, me: AccountIds, other: AccountIds, quick: bool) -> None:
+    """Context assembly, in every runtime mode, on foreign conversations, branches, participants, evidence."""
+    deps = stack.deps
+    kinds = list(RuntimeKind)
+    my_conversation, my_branch = me.ids["branch"][0]
+    my_participants = [p[1] for p in me.ids.get("participant", []) if p[0] == my_conversation]
+    other_conversation, other_branch = other.ids["branch"][0]
+    other_participants = [p[1] for p in other.ids.get("participant", []) if p[0] == other_conversation]
+    if not my_participants or not other_participants:
+        return
+
+    async def assemble(boundary: GenerationBoundary) -> Any:
+        return await context_activity.assemble_context(deps, boundary)
+
+    for kind in kinds:
+        # Another account's whole scope.
+        await prober.attempt(
+            "assemble_context(foreign conversation)", (other_conversation, other_branch, other_participants[0]),
+            (_uuid(), _uuid(), _uuid()),
+            lambda ids, k=kind: assemble(_boundary(me.account, *ids, k)), mode=kind.value)
+        # My conversation, another account's participant.
+        await prober.attempt(
+            "assemble_context(foreign participant)", other_participants[0], _uuid(),
+            lambda pid, k=kind: assemble(_boundary(me.account, my_conversation, my_branch, pid, k)), mode=kind.value)
+        # My conversation, another account's branch.
+        await prober.attempt(
+            "assemble_context(foreign branch)", other_branch, _uuid(),
+            lambda bid, k=kind: assemble(_boundary(me.account, my_conversation, bid, my_participants[0], k)),
+            mode=kind.value)
+        # My own scope, evidence requested from another account's artifacts: must read like an unknown id.
+        for row in other.ids.get("artifact", [])[: (1 if quick else 3)]:
+            await prober.attempt(
+                "assemble_context(foreign evidence)", row[0], _uuid(),
+                lambda aid, k=kind: _assembled_text(deps, _boundary(me.account, my_conversation, my_branch,
+                                                                    my_participants[0], k, (aid,))),
+                mode=kind.value)
+    # Another participant of the same account (in another conversation) at my boundary.
+    second = stack.extra.get(f"second_participant:{me.account}")
+    if second:
+        for kind in kinds:
+            await prober.attempt(
+                "assemble_context(same account, other conversation's participant)", second, _uuid(),
+                lambda pid, k=kind: assemble(_boundary(me.account, my_conversation, my_branch, pid, k)),
+                mode=kind.value)
+    # Another participant's private artifacts, requested as evidence by a participant it is not shared with.
+    private = [r for r in me.ids.get("artifact", []) if isinstance(r, tuple) and str(r[4]).endswith("participant_private")
+               and r[6] == my_conversation]
+    for row in private[: (2 if quick else 6)]:
+        owner = row[5]
+        for viewer in [p for p in my_participants if p != owner][:1]:
+            if await _shared_with(stack, me.account, row[0], viewer):
+                continue
+            for kind in (kinds[:2] if quick else kinds):
+                await prober.attempt(
+                    "assemble_context(another participant's private evidence)", row[0], _uuid(),
+                    lambda aid, k=kind, v=viewer, b=row[7]: _assembled_text(
+                        deps, _boundary(me.account, my_conversation, b, v, k, (aid,))),
+                    mode=kind.value)
+
+    async def prov(ids: tuple[str, str]) -> Any:
+        return [m.id for m in await provenance.verify_provenance(deps, me.account, ids[0], ids[1])]
+
+    await prober.attempt("verify_provenance", (other_conversation, other_branch), (_uuid(), _uuid()), prov)
+    for tool_call in _ids_of(other, "tool_call")[:3]:
+        await prober.attempt("ingested_result", tool_call, _uuid(),
+                             lambda tid: ingest.ingested_result(deps, me.account, tid))
+
+
+async def _shared_with(stack: Stack, account: str, artifact_id: str, participant: str) -> bool:
+    async with stack.deps.sessions() as session:
+        artifact = await tool_store.get_artifact(session, account, artifact_id)
+    return participant in (getattr(artifact, "shared_with", ()) or ())
+
+
+async def _assembled_text(deps: Any, boundary: GenerationBoundary) -> str:
+    """The assembled messages at a boundary, as one comparable string (ids blanked by the prober)."""
+    result = await context_activity.assemble_context(deps, boundary)
+    return _context_text(result)
+
+
+async def _client_paths(stack: Stack, prober: Prober, me: str, other: AccountIds) -> None:
+    """The Python client as ``me`` on another account's ids; nothing may be written."""
+    from dossier.client import DossierClient
+
+    client = DossierClient(deps=stack.deps, temporal=None, settings=stack.settings, account_id=me)  # type: ignore[arg-type]
+    conversation, branch = other.ids["branch"][0]
+    message = _ids_of(other, "message")[0]
+    tool_call = _ids_of(other, "tool_call")[0] if other.ids.get("tool_call") else None
+    before = await table_counts(stack)
+    await prober.attempt("client.transcript", (conversation, branch), (_uuid(), _uuid()),
+                         lambda ids: client.transcript(*ids))
+    await prober.attempt("client.message_text", message, _uuid(), client.message_text)
+    await prober.attempt("client.runs", conversation, _uuid(), lambda c: client.runs(c))
+    await prober.attempt("client.first_user_message", (conversation, branch), (_uuid(), _uuid()),
+                         lambda ids: client.first_user_message(*ids))
+    await prober.attempt("client.fork", (conversation, message), (_uuid(), _uuid()),
+                         lambda ids: client.fork(*ids))
+    if tool_call:
+        await prober.attempt("client.answer", tool_call, _uuid(), lambda t: client.answer(t, "{}"))
+    for kind in (RuntimeKind.CHAT, RuntimeKind.BRANCH_SEND):
+        await prober.attempt("client.chat", (conversation, branch), (_uuid(), _uuid()),
+                             lambda ids, k=kind: client.chat("harden probe", conversation_id=ids[0],
+                                                             branch_id=ids[1], runtime_kind=k),
+                             mode=kind.value)
+    await prober.attempt("client.multi", conversation, _uuid(),
+                         lambda c: client.multi("harden probe", ["scripted:echo"], conversation_id=c),
+                         mode="multi_model")
+    await prober.attempt("client.discuss", conversation, _uuid(),
+                         lambda c: client.discuss("harden probe", ["scripted:panelist"], conversation_id=c),
+                         mode="discussion")
+    await prober.attempt("client.subagents", conversation, _uuid(),
+                         lambda c: client.subagents("harden probe", [("scripted:researcher", "x")],
+                                                    conversation_id=c),
+                         mode="subagent_child")
+    after = await table_counts(stack)
+    if before != after:
+        changed = {t: after[t] - before[t] for t in before if after[t] != before[t]}
+        prober.attempts += 1
+        prober.figures.finding(PART, "client calls on foreign ids wrote rows", changed=changed)
+
+
+def cli_commands(conversation: str, branch: str, message: str, tool_call: str | None) -> list[tuple[str, list[str]]]:
+    """The CLI invocations that take ids, one per read path and runtime mode."""
+    commands = [
+        ("cli runs", ["runs", "--conversation", conversation, "--json"]),
+        ("cli chat", ["chat", "--conversation", conversation, "--branch", branch, "--no-wait", "harden probe"]),
+        ("cli branch fork", ["branch", "fork", "--conversation", conversation, "--at", message]),
+        ("cli multi", ["multi", "--conversation", conversation, "--model", "scripted:echo", "harden probe"]),
+        ("cli discuss", ["discuss", "--conversation", conversation, "--model", "scripted:panelist", "--rounds", "1",
+                         "harden probe"]),
+        ("cli subagents", ["subagents", "--conversation", conversation, "--task", "scripted:researcher=x",
+                           "harden probe"]),
+        ("cli schedule create", ["schedule", "create", f"harden-{uuid.uuid4().hex[:8]}", "--every", "3600",
+                                 "--paused", "--conversation", conversation, "harden probe"]),
+    ]
+    if tool_call:
+        commands.append(("cli answer", ["answer", tool_call, "{}"]))
+    return commands
+
+
+def run_cli(stack: Stack, args: list[str], *, home: Path, stdin: str | None = None,
+            timeout: float = 120.0) -> subprocess.CompletedProcess[str]:
+    """``dossier ARGS`` in a subprocess on this stack, with ``home`` as its installation (account file)."""
+    return subprocess.run([sys.executable, "-m", "dossier.cli", *args], input=stdin, capture_output=True,
+                          text=True, timeout=timeout, env=stack.env(DOSSIER_HOME=str(home)),
+                          cwd=str(stack.settings.dossier_home))
+
+
+async def _cli_paths(stack: Stack, prober: Prober, me: str, other: AccountIds, quick: bool) -> None:
+    """The CLI of another installation (account ``me``) on ``other``'s ids."""
+    from dossier.client import ACCOUNT_FILE
+
+    home = Path(tempfile.mkdtemp(prefix="harden-cli-", dir=stack.settings.dossier_home))
+    (home / ACCOUNT_FILE).write_text(me + "\n")
+    conversation, branch = other.ids["branch"][0]
+    message = _ids_of(other, "message")[0]
+    tool_call = _ids_of(other, "tool_call")[0] if other.ids.get("tool_call") else None
+    commands = cli_commands(conversation, branch, message, tool_call)
+    unknown = cli_commands(_uuid(), _uuid(), _uuid(), _uuid() if tool_call else None)
+    if quick:
+        commands, unknown = commands[:3] + commands[-1:], unknown[:3] + unknown[-1:]
+    for (path, foreign_args), (_, unknown_args) in zip(commands, unknown, strict=True):
+        ids = [a for a in foreign_args + unknown_args if re.fullmatch(r"[0-9a-f-]{36}", a)]
+        before = await table_counts(stack)
+
+        async def outcome(args: list[str]) -> tuple[int, str, str]:
+            done = await asyncio.to_thread(run_cli, stack, args, home=home)
+            return done.returncode, _blank(done.stdout, ids), _blank(done.stderr.strip().splitlines()[-1]
+                                                                      if done.stderr.strip() else "", ids)
+
+        foreign = await outcome(foreign_args)
+        after = await table_counts(stack)
+        unknown_outcome = await outcome(unknown_args)
+        prober.attempts += 1
+        if foreign == unknown_outcome and before == after:
+            prober.denied += 1
+            prober.log.append({"path": path, "denied": True})
+        else:
+            changed = {t: after[t] - before[t] for t in before if after[t] != before[t]}
+            prober.figures.finding(PART, f"{path} on another account's ids is not denied like an unknown id",
+                                   reproducer=f"DOSSIER_HOME=<other install> dossier {' '.join(foreign_args)}",
+                                   foreign=str(foreign)[:300], unknown=str(unknown_outcome)[:300], wrote=changed)
+
+
+async def build_accounts(stack: Stack, quick: bool) -> list[AccountIds]:
+    """Seed scenarios written through the live capture code, one account each, plus a second conversation."""
+    from harness.scenarios import scenario as seed
+    from harness.scenarios.runner import run_scenario
+
+    accounts: list[AccountIds] = []
+    for name in SCENARIOS_QUICK if quick else SCENARIOS_FULL:
+        outcome = await run_scenario(seed(name), stack.deps)
+        ids = await collect_ids(stack, outcome.account_id)
+        async with stack.deps.sessions() as session, session.begin():
+            second = await conversations.create_conversation(session, outcome.account_id, title="second")
+            participant = await conversations.add_participant(
+                session, outcome.account_id, second.id, name="Second", role="assistant",
+                provider="scripted", model="echo", system_prompt="second conversation")
+        stack.extra[f"second_participant:{outcome.account_id}"] = participant.id
+        stack.extra[f"conversation:{outcome.account_id}"] = outcome.conversation_id
+        stack.extra[f"branch:{outcome.account_id}"] = ids.ids["branch"][0]
+        accounts.append(ids)
+    return accounts
+
+
+async def run_isolation(stack: Stack, figures: Figures, *, quick: bool = False, cli: bool = True) -> Prober:
+    """The isolation part: sets ``isolation_attempts`` and ``isolation_denied``."""
+    prober = Prober(figures)
+    accounts = await build_accounts(stack, quick)
+    pairs = [(a, b) for a in accounts for b in accounts if a is not b]
+    if quick:
+        pairs = pairs[:1]
+    for me, other in pairs:
+        await _store_paths(stack, prober, me.account, other)
+        await _s3_paths(stack, prober, me.account, other)
+        await _assembly_paths(stack, prober, me, other, quick)
+        await _client_paths(stack, prober, me.account, other)
+    if cli and "temporal" in stack.services:
+        me, other = pairs[0]
+        await _cli_paths(stack, prober, me.account, other, quick)
+    figures.set(isolation_attempts=prober.attempts, isolation_denied=prober.denied)
+    return prober
