@@ -13,7 +13,9 @@ assembly, and the assembly record keeps the full ids.
 
 from __future__ import annotations
 
+import json
 import re
+import unicodedata
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from enum import StrEnum
@@ -125,16 +127,75 @@ def fenced(text: str) -> str:
     return f"{fence}\n{text}\n{fence}"
 
 
+# --------------------------------------------------------------------------- untrusted text
+
+_CITATION_LOOKALIKE = re.compile(
+    r"(?<!\\)\[(?=\s*(?:" + "|".join(kind.value for kind in RefKind) + r")\s*(?::|$))"
+    r"|(?<![\w\\\[])(?=(?:" + "|".join(kind.value for kind in RefKind) + r"):[0-9a-fA-F]{6})",
+    re.IGNORECASE)
+"""A ``[m:`` citation (or a text ending in ``[m``, which the line's own ``:`` would complete) or a bare
+``t:3f2a91`` reference inside data: each is escaped by a backslash before it."""
+
+_INVISIBLE = {"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"}
+"""Control, format (zero-width, bidi), surrogate, private-use, unassigned characters and line/paragraph
+separators: none is text a reader sees, each can split or start a line."""
+
+
+def inert(text: str) -> str:
+    """Tool-derived ``text`` as data on one line: it cannot start, close or cite context structure.
+
+    Every string that reaches a context line from a tool (a summary built
+    from JSON keys, list items, table or CSV cells, a text result's first
+    line, a subagent's report, an error, arguments copied from a result, a
+    checkpoint's state) passes here where the line is built, so a record
+    stored before a deriver learned better is made safe too:
+
+    * newlines, every other control or format character (zero-width and bidi
+      marks included) and Unicode line separators become spaces, and
+      whitespace runs collapse, so the text cannot start a line of its own (a
+      section title, a ``- [t:…]`` item, a fence);
+    * a citation look-alike (``[t:``, or a bare ``m:3f2a91…`` reference) gets a
+      backslash in front, so only the renderer cites records.
+
+    Fenced raw evidence keeps its bytes: :func:`fenced` makes its container
+    unclosable instead.
+    """
+    if not text.isprintable():
+        text = "".join(" " if unicodedata.category(ch) in _INVISIBLE else ch for ch in text)
+    text = " ".join(text.split())
+    return _CITATION_LOOKALIKE.sub(lambda found: "\\" + found.group(0), text)
+
+
+_JSON_LOOKALIKE = re.compile(
+    r"\[(?=\s*(?:" + "|".join(kind.value for kind in RefKind) + r")\s*:)"
+    r"|(?<=[" + "".join(kind.value for kind in RefKind) + r"]):(?=[0-9a-fA-F]{6})", re.IGNORECASE)
+"""Inside JSON text every look-alike is in a string, where ``\\u005b``/``\\u003a`` spell the same value."""
+
+
+def inert_json(value: object) -> str:
+    """``value`` as canonical JSON that stays on its line and cites nothing, and still parses to ``value``.
+
+    JSON's quotes are the container of tool-derived strings in arguments and
+    states; the escapes JSON itself defines keep them closed: invisible and
+    line-separating characters become ``\\uXXXX``, a citation look-alike's
+    bracket or colon too.
+    """
+    text = canonical_json(value)
+    if not text.isprintable():
+        text = "".join(json.dumps(ch)[1:-1] if unicodedata.category(ch) in _INVISIBLE else ch for ch in text)
+    return _JSON_LOOKALIKE.sub(lambda found: "\\u%04x" % ord(found.group(0)), text)
+
+
 # --------------------------------------------------------------------------- record lines
 
+ARGUMENTS_CHARS = 160
+"""An open call's or receipt's arguments are cut to this many characters, the last being :data:`CLIPPED`."""
+CLIPPED = "…"
 
-def _clip(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
-
-def _args(arguments: dict, limit: int = 160) -> str:
-    return _clip(canonical_json(arguments), limit)
+def _args(arguments: dict, limit: int = ARGUMENTS_CHARS) -> str:
+    text = " ".join(inert_json(arguments).split())
+    return text if len(text) <= limit else text[: limit - 1] + CLIPPED
 
 
 def _when(moment: datetime) -> str:
@@ -143,14 +204,14 @@ def _when(moment: datetime) -> str:
 
 def _revalidation(memory: ToolMemoryRecord) -> str:
     """The tools that refresh a memory; at least the one that produced it."""
-    return ", ".join(memory.revalidate_with) or memory.source_tool
+    return inert(", ".join(memory.revalidate_with) or memory.source_tool)
 
 
 def tool_call_line(call: ToolCallRecord, short: ShortIds, max_error_chars: int) -> str:
     """An unresolved or failed tool call, with what it waits for or why it failed."""
-    head = f"{cite(RefKind.TOOL_CALL, short(call.id))} {call.name}({_args(call.arguments)}) {status_word(call.status)}"
+    head = f"{cite(RefKind.TOOL_CALL, short(call.id))} {inert(call.name)}({_args(call.arguments)}) {status_word(call.status)}"
     if call.status is ToolCallStatus.DEFERRED:
-        return f"{head}: waiting for {call.waiting_for or 'an external answer'}"
+        return f"{head}: waiting for {inert(call.waiting_for or 'an external answer')}"
     if call.status in (ToolCallStatus.FAILED, ToolCallStatus.RETRYING) or call.last_error:
         critical = ", retry-critical" if call.retry_critical else ""
         error = error_excerpt(call.last_error or "no error text captured", max_error_chars)
@@ -166,7 +227,8 @@ def error_excerpt(error: str, max_chars: int) -> str:
     what can go. The last line is kept whole even past ``max_chars``: it is
     the one a fix is written against.
     """
-    lines = [line.strip() for line in error.strip().splitlines() if line.strip()]
+    lines = [inert(line) for line in error.strip().splitlines() if line.strip()]
+    lines = [line for line in lines if line]
     if len(lines) <= 1 or len("\n".join(lines)) <= max_chars:
         return " | ".join(lines) if lines else ""
     tail = [lines[-1]]
@@ -184,7 +246,7 @@ def error_excerpt(error: str, max_chars: int) -> str:
 
 def receipt_line(call: ToolCallRecord, short: ShortIds) -> str:
     """A succeeded call that no memory covers: that it ran, and with what."""
-    return f"{cite(RefKind.TOOL_CALL, short(call.id))} {call.name}({_args(call.arguments)}) {RECEIPT_STATUS}"
+    return f"{cite(RefKind.TOOL_CALL, short(call.id))} {inert(call.name)}({_args(call.arguments)}) {RECEIPT_STATUS}"
 
 
 def memory_line(memory: ToolMemoryRecord, short: ShortIds, conflicts: Iterable[str] = (),
@@ -195,14 +257,14 @@ def memory_line(memory: ToolMemoryRecord, short: ShortIds, conflicts: Iterable[s
     native tool message is ``t:<call>``); the rest are ``m:<memory>``.
     """
     cited_as = cited_as or {}
-    parts = [f"{cite(RefKind.MEMORY, short(memory.id))} {memory.summary}"]
+    parts = [f"{cite(RefKind.MEMORY, short(memory.id))} {inert(memory.summary)}"]
     if memory.resolution is ResolutionStatus.MISSING_SOURCE:
         missing = ",".join(ref(RefKind.ARTIFACT, short(a)) for a in memory.source_artifact_ids)
         parts.append(f"(UNVERIFIED: source artifact {missing} missing)")
     elif memory.resolution is ResolutionStatus.HASH_MISMATCH:
         parts.append("(UNVERIFIED: source artifact failed its integrity check)")
     if memory.confidence < 0.8:
-        note = f"; {memory.limitations}" if memory.limitations else ""
+        note = f"; {inert(memory.limitations)}" if memory.limitations else ""
         parts.append(f"(confidence {memory.confidence:.2f}{note})")
     others = sorted(conflicts)
     if others:
@@ -214,7 +276,7 @@ def memory_line(memory: ToolMemoryRecord, short: ShortIds, conflicts: Iterable[s
 def stale_marker_line(memory: ToolMemoryRecord, short: ShortIds, stale_since: datetime | None) -> str:
     """A stale memory: what it was about and how to refresh it, never its values."""
     since = f" since {_when(stale_since)}" if stale_since else ""
-    return (f"{cite(RefKind.MEMORY, short(memory.id))} {STALE_MARKER}{since}: {memory.title} "
+    return (f"{cite(RefKind.MEMORY, short(memory.id))} {STALE_MARKER}{since}: {inert(memory.title)} "
             f"(observed {_when(memory.observed_at)}); re-run {_revalidation(memory)}")
 
 
@@ -222,18 +284,18 @@ def checkpoint_line(checkpoint: CheckpointRecord, short: ShortIds) -> str:
     """A continuation checkpoint: its kind, compact state and the records it relies on."""
     refs = " ".join(short(reference) for reference in checkpoint.references)
     tail = f" refs {refs}" if refs else ""
-    head = f"{cite(RefKind.CHECKPOINT, short(checkpoint.id))} {checkpoint.kind}"
-    return f"{head}: {canonical_json(checkpoint.state)}{tail}"
+    head = f"{cite(RefKind.CHECKPOINT, short(checkpoint.id))} {inert(checkpoint.kind)}"
+    return f"{head}: {inert_json(checkpoint.state)}{tail}"
 
 
 def skill_line(skill: SkillStateRecord, short: ShortIds) -> str:
     """An active skill's state."""
-    return f"{cite(RefKind.SKILL, short(skill.id))} {skill.skill}: {canonical_json(skill.state)}"
+    return f"{cite(RefKind.SKILL, short(skill.id))} {inert(skill.skill)}: {inert_json(skill.state)}"
 
 
 def user_memory_line(memory: UserMemoryRecord) -> str:
     """One personalisation fact."""
-    return memory.text
+    return inert(memory.text)
 
 
 # --------------------------------------------------------------------------- evidence lines
@@ -241,12 +303,12 @@ def user_memory_line(memory: UserMemoryRecord) -> str:
 
 def evidence_line(artifact_id: str, where: str, text: str, short: ShortIds) -> str:
     """A rehydrated slice: the artifact it comes from, which part, then the bytes fenced."""
-    return f"{cite(RefKind.ARTIFACT, short(artifact_id))} {where}:\n{fenced(text)}"
+    return f"{cite(RefKind.ARTIFACT, short(artifact_id))} {inert(where)}:\n{fenced(text)}"
 
 
 def unavailable_evidence_line(artifact_id: str, reason: str, short: ShortIds) -> str:
     """Planned evidence whose bytes could not be read: said so, never replaced."""
-    return f"{cite(RefKind.ARTIFACT, short(artifact_id))} raw evidence unavailable: {reason}"
+    return f"{cite(RefKind.ARTIFACT, short(artifact_id))} raw evidence unavailable: {inert(reason)}"
 
 
 def withheld_evidence_line(artifact: ArtifactRecord, memory: ToolMemoryRecord, short: ShortIds) -> str:

@@ -37,7 +37,7 @@ from policy.derive import decode_payload, parse_structured
 from policy.enums import MessageRole, PrivacyClass, ToolCallStatus
 from policy.epochs import step_calls
 from policy.gates import Viewer, admit, check_privacy, is_stale, stale_at
-from policy.lines import RefKind, ShortIds, cite, error_excerpt, memory_line, stale_marker_line
+from policy.lines import RefKind, ShortIds, cite, error_excerpt, inert, memory_line, stale_marker_line
 from policy.policy import ContextPolicy
 from policy.records import (
     ArtifactRecord,
@@ -331,7 +331,7 @@ def _result(
         return _plan(stand_in, "pending", text, counter)
     artifact = artifacts.get(call.id)
     if artifact is None:
-        detail = f", waiting for {call.waiting_for}" if call.status is ToolCallStatus.DEFERRED and call.waiting_for \
+        detail = f", waiting for {inert(call.waiting_for)}" if call.status is ToolCallStatus.DEFERRED and call.waiting_for \
             else (f", {call.attempts} attempt(s) so far" if call.attempts > 1 else "")
         return _plan(call, "pending", PENDING_TEXT.format(status=call.status.value, detail=detail), counter)
     memory = memories.get(artifact.id)

@@ -44,7 +44,7 @@ from policy.derive import (
     title_value,
 )
 from policy.enums import UNRESOLVED_STATUSES, ToolCallStatus
-from policy.lines import RECEIPT_STATUS, STALE_MARKER, RefKind, status_word
+from policy.lines import ARGUMENTS_CHARS, CLIPPED, RECEIPT_STATUS, STALE_MARKER, RefKind, status_word
 from policy.lines import ref as ref_of
 from policy.native import ERROR_TEXT, PENDING_TEXT, SUMMARY_TEXT, WITHHELD_TEXT
 from policy.records import ToolCallRequest, canonical_json
@@ -70,10 +70,11 @@ _REPORT = re.compile(
     + re.escape(SUBAGENT_REPORT_SEPARATOR) + r"(?P<report>.*)", re.DOTALL)
 _PROMOTED = re.compile(re.escape(PROMOTED_PREFIX) + r"(?P<name>\S+)" + re.escape(PROMOTED_SEPARATOR) + r"(?P<inner>.*)",
                        re.DOTALL)
-_CALL = re.compile(
-    _TOOL + r"\((?P<args>.*?)\) (?P<status>"
-    + _one_of(RECEIPT_STATUS, *sorted(status_word(status) for status in UNRESOLVED_STATUSES))
+_CALL_HEAD = re.compile(_TOOL + r"\(")
+_CALL_TAIL = re.compile(
+    r"\) (?P<status>" + _one_of(RECEIPT_STATUS, *sorted(status_word(status) for status in UNRESOLVED_STATUSES))
     + r")(?P<detail>.*)", re.DOTALL)
+_JSON = json.JSONDecoder()
 _CHECKPOINT = re.compile(r"(?P<kind>\w+): (?P<state>\{.*\})(?: refs (?P<refs>.*))?", re.DOTALL)
 _NATIVE_ERROR = re.compile(re.escape(ERROR_TEXT.split("{", 1)[0]) + r"(?P<attempts>\d+) attempt", re.DOTALL)
 _NATIVE_PENDING = re.compile(re.escape(PENDING_TEXT.split("{", 1)[0]) + r"(?P<status>\w+)(?P<detail>.*)"
@@ -239,7 +240,7 @@ def parse_memory(ref: str, text: str) -> MemoryLine:
         return MemoryLine(ref, text, tool=tool, args=parsed, args_clipped=clipped, stale=True)
     if report := _REPORT.fullmatch(text):
         return MemoryLine(ref, text, subagent=report.group("name"), outcome=report.group("outcome"),
-                          report=report.group("report").strip())
+                          report=quoted(report.group("report")).strip())
     if promoted := _PROMOTED.fullmatch(text):
         return replace(parse_memory(ref, promoted.group("inner")), text=text, subagent=promoted.group("name"))
     if handle := _FILE.fullmatch(text):
@@ -306,17 +307,34 @@ def _document(content: str) -> str:
         return content
 
 
+def quoted(text: str) -> str:
+    """Data from a context line as a reader quotes it: without the backslashes that kept it from citing."""
+    return _ESCAPED.sub("", text)
+
+
+_ESCAPED = re.compile(r"\\(?=\[\s*(?:" + "|".join(kind.value for kind in RefKind) + r")|(?:"
+                      + "|".join(kind.value for kind in RefKind) + r"):)", re.IGNORECASE)
+
+
 def parse_call(ref: str, text: str) -> CallLine | None:
     """An open-call or receipt line, or ``None`` when ``text`` is neither."""
-    found = _CALL.fullmatch(text)
-    if not found:
+    head = _CALL_HEAD.match(text)
+    if not head:
         return None
+    # The arguments end where their JSON ends (or, clipped, at ARGUMENTS_CHARS): a ") DEFERRED" inside a
+    # string value is data, not the line's status.
+    start = head.end()
     try:
-        arguments = json.loads(found.group("args"))
+        arguments, end = _JSON.raw_decode(text, start)
     except ValueError:
-        arguments = None
-    return CallLine(ref, found.group("tool"), found.group("status"), found.group("args"),
-                    arguments if isinstance(arguments, dict) else None, found.group("detail"))
+        arguments, end = None, start + ARGUMENTS_CHARS
+        if not text[start:end].endswith(CLIPPED):
+            return None
+    tail = _CALL_TAIL.fullmatch(text, end)
+    if not tail:
+        return None
+    return CallLine(ref, head.group("tool"), tail.group("status"), text[start:end],
+                    arguments if isinstance(arguments, dict) else None, tail.group("detail"))
 
 
 def parse_checkpoint(ref: str, text: str) -> CheckpointLine | None:

@@ -203,8 +203,8 @@ def test_file_handles_reports_and_promoted_records():
     assert (handle.file_name, handle.file_bytes, handle.file_uri) == ("q3.md", 512, "s3://bucket/accounts/a/sha256/ab")
     assert handle.subagent is None
     assert (summary.subagent, summary.outcome) == ("researcher-1", "succeeded")
-    # Line breaks, blank lines and "- " bullets inside a report do not start new items.
-    assert summary.report == "Findings for q3:\n\n- Benelux leads\n- DACH second"
+    # Line breaks, blank lines and "- " bullets inside a report are data: the line holds them as spaces.
+    assert summary.report == "Findings for q3: - Benelux leads - DACH second"
     assert (child_file.subagent, child_file.file_name, child_file.file_bytes) == ("researcher-1", "q3-findings.md", 300)
     assert child_failure.subagent == "researcher-2" and child_failure.failed
     assert child_failure.tool == "workspace.read_csv"
