@@ -28,15 +28,17 @@ from policy.lines import (
     ShortIds,
     checkpoint_line,
     memory_line,
+    older_failures_line,
     receipt_line,
     skill_line,
     stale_marker_line,
     tool_call_line,
+    tool_failures_line,
     user_memory_line,
 )
 from policy.lines import ref as cross_ref
 from policy.policy import FAIL_CLOSED_ROUTE, ContextPolicy
-from policy.records import CandidateSet, GenerationBoundary, ToolMemoryRecord
+from policy.records import CandidateSet, GenerationBoundary, ToolCallRecord, ToolMemoryRecord
 from policy.selection import Item, Ledger, by_seq
 
 
@@ -94,8 +96,9 @@ def admit_records(
         Memory, stale-marker, open-call, receipt, planning and user-fact items.
     """
     covered_calls, items = _memories(policy, boundary, candidates, viewer, short, ledger, appended or {})
-    items += _tool_calls(policy, candidates, viewer, short, ledger, covered_calls)
-    items = _drop_memories_of_open_calls(items, candidates, ledger)
+    call_items, grouped = _tool_calls(policy, candidates, viewer, short, ledger, covered_calls)
+    items += call_items
+    items = _drop_memories_of_open_calls(items, candidates, ledger, grouped)
     items += _planning(candidates, viewer, short, ledger)
     items += _user_memories(candidates, viewer, ledger)
     _count_unrequested_raw(candidates, viewer, ledger, boundary)
@@ -159,9 +162,10 @@ def _memories(
     return covered, items
 
 
-def _drop_memories_of_open_calls(items: list[Item], candidates: CandidateSet, ledger: Ledger) -> list[Item]:
-    """A failed call shown as open recovery state needs no second line for its error memory."""
-    open_calls = {item.ref.removeprefix("tool_call:") for item in items if item.section == "recovery"}
+def _drop_memories_of_open_calls(items: list[Item], candidates: CandidateSet, ledger: Ledger,
+                                 grouped: set[str]) -> list[Item]:
+    """A failed call shown as open recovery state (alone or grouped) needs no second line for its error memory."""
+    open_calls = {item.ref.removeprefix("tool_call:") for item in items if item.section == "recovery"} | grouped
     call_of_artifact = {artifact.id: artifact.tool_call_id for artifact in candidates.artifacts}
     calls_of_memory = {
         f"memory:{memory.id}": {call_of_artifact.get(a) for a in memory.source_artifact_ids}
@@ -185,9 +189,16 @@ def _tool_calls(
     short: ShortIds,
     ledger: Ledger,
     covered: set[str],
-) -> list[Item]:
-    """Unresolved and failed calls are protected recovery state for their owner."""
+) -> tuple[list[Item], set[str]]:
+    """Unresolved and failed calls are protected recovery state for their owner.
+
+    Each open (pending, deferred, retrying) call keeps a line of its own. The
+    owner's failed calls are grouped (:func:`_failure_items`) so that many
+    failures cost a bounded number of lines, every id still named. Returns the
+    items and the failed calls shown inside another call's line.
+    """
     items: list[Item] = []
+    own_failures: list[ToolCallRecord] = []
     for call in by_seq(candidates.tool_calls):
         ref = f"tool_call:{call.id}"
         denial = admit(call, call.privacy, viewer)
@@ -197,6 +208,9 @@ def _tool_calls(
         unresolved = call.status in UNRESOLVED_STATUSES
         if unresolved or (call.retry_critical and call.status is not ToolCallStatus.SUCCEEDED):
             protected = call.participant_id == viewer.participant_id
+            if protected and call.status is ToolCallStatus.FAILED:
+                own_failures.append(call)
+                continue
             text = tool_call_line(call, short, policy.max_error_chars)
             items.append(Item(ref, "recovery", RecordClass.RECOVERY, protected, 0, call.seq, text))
         elif call.id in covered:
@@ -206,7 +220,45 @@ def _tool_calls(
             )
         else:
             items.append(Item(ref, "receipt", RecordClass.OPERATIONAL, False, 0, call.seq, receipt_line(call, short)))
-    return items
+    failure_items, grouped = _failure_items(policy, own_failures, short, ledger)
+    return items + failure_items, grouped
+
+
+def _failure_items(
+    policy: ContextPolicy,
+    failures: list[ToolCallRecord],
+    short: ShortIds,
+    ledger: Ledger,
+) -> tuple[list[Item], set[str]]:
+    """The owner's failed calls as a bounded number of protected lines, every id named.
+
+    Failures group by tool, newest first: the ``max_failed_tools`` tools that
+    failed most recently get a line each (the newest call's arguments, attempts
+    and error verbatim, then the earlier calls' ids); the failed calls of every
+    other tool share one line of tool names, counts and ids. A grouped call is
+    recorded as protected, shown in its group's line.
+    """
+    by_tool: dict[str, list[ToolCallRecord]] = {}
+    for call in sorted(failures, key=lambda c: (-c.seq, c.id)):
+        by_tool.setdefault(call.name, []).append(call)
+    groups = list(by_tool.values())  # the newest failure's tool first
+    items: list[Item] = []
+    grouped: set[str] = set()
+
+    def add(lead: ToolCallRecord, members: list[ToolCallRecord], text: str) -> None:
+        items.append(Item(f"tool_call:{lead.id}", "recovery", RecordClass.RECOVERY, True, 0, lead.seq, text))
+        for call in members:
+            if call.id != lead.id:
+                grouped.add(call.id)
+                ledger.decide("tool_call", f"tool_call:{call.id}", DecisionOutcome.PROTECTED,
+                              f"failed; named in the recovery line of tool_call:{lead.id}")
+
+    for calls in groups[:policy.max_failed_tools]:
+        add(calls[0], calls, tool_failures_line(calls, short, policy.max_error_chars))
+    rest = groups[policy.max_failed_tools:]
+    if rest:
+        add(rest[0][0], [call for calls in rest for call in calls], older_failures_line(rest, short))
+    return items, grouped
 
 
 def _planning(candidates: CandidateSet, viewer: Viewer, short: ShortIds, ledger: Ledger) -> list[Item]:

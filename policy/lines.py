@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from enum import StrEnum
 
@@ -217,6 +217,29 @@ def tool_call_line(call: ToolCallRecord, short: ShortIds, max_error_chars: int) 
         error = error_excerpt(call.last_error or "no error text captured", max_error_chars)
         return f"{head} after {call.attempts} attempt(s){critical}: {error}"
     return head
+
+
+EARLIER_FAILURES = "also failed before:"
+"""Ends a tool's failure line: the ids of its earlier failed calls (newest first)."""
+OLDER_FAILURES = "FAILED earlier, not retried since:"
+"""Heads the one line of the failed calls of tools past ``max_failed_tools``: tool, count, ids."""
+
+
+def tool_failures_line(calls: Sequence[ToolCallRecord], short: ShortIds, max_error_chars: int) -> str:
+    """The failed calls of one tool, newest first: the newest call's line, then the earlier ids."""
+    line = tool_call_line(calls[0], short, max_error_chars)
+    if len(calls) == 1:
+        return line
+    earlier = ", ".join(ref(RefKind.TOOL_CALL, short(call.id)) for call in calls[1:])
+    return f"{line} ({EARLIER_FAILURES} {earlier})"
+
+
+def older_failures_line(by_tool: Sequence[Sequence[ToolCallRecord]], short: ShortIds) -> str:
+    """Failed calls of many tools on one line: each tool with its count and ids, the newest tool first."""
+    lead = by_tool[0][0]
+    parts = [f"{inert(calls[0].name)} ×{len(calls)} ("
+             + ", ".join(ref(RefKind.TOOL_CALL, short(call.id)) for call in calls) + ")" for calls in by_tool]
+    return f"{cite(RefKind.TOOL_CALL, short(lead.id))} {OLDER_FAILURES} " + "; ".join(parts)
 
 
 def error_excerpt(error: str, max_chars: int) -> str:

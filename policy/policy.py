@@ -111,6 +111,10 @@ class ContextPolicy(Record):
     max_error_chars: int = 400
     """Open and failed calls keep their error's headline and its last lines
     verbatim up to this length (the final line is kept whole)."""
+    max_failed_tools: int = Field(default=8, ge=0)
+    """The owner's failed calls are grouped by tool, one line per tool (its newest call and error, then
+    the ids of the earlier ones); the tools that failed most recently keep such a line, the failed calls
+    of the others share one line of ids, so recovery state stays bounded however many calls failed."""
     rehydration_item_bytes: int = 4096
     rehydration_total_bytes: int = 12288
     native_result_bytes: int = 6144

@@ -87,6 +87,7 @@ CHANGES = [
     ("freshness_ttl to None", {"freshness_ttl": {**DEFAULT_POLICY.freshness_ttl, FreshnessClass.DURABLE: None}}),
     ("max_memories", {"max_memories": 47}),
     ("max_error_chars", {"max_error_chars": 601}),
+    ("max_failed_tools", {"max_failed_tools": 3}),
     ("rehydration_item_bytes", {"rehydration_item_bytes": 4097}),
     ("rehydration_total_bytes", {"rehydration_total_bytes": 12289}),
     ("native_result_bytes", {"native_result_bytes": 0}),

@@ -317,3 +317,44 @@ def test_a_superseded_results_call_is_represented_by_the_replacement(run):
     # No "Other tool calls: ... ok" receipt for the call whose result was replaced.
     assert omission_of(result, "tool_call:tc-old") is OmissionReason.RESOLVED_ELSEWHERE
     assert "Other tool calls" not in system_text(result)
+
+
+# --------------------------------------------------------------------------- many failures within the budget (issue 11, class 9)
+
+
+def _many_failures(tools: int, per_tool: int) -> list:
+    calls = []
+    seq = 100
+    for attempt in range(per_tool):
+        for index in range(tools):
+            seq += 1
+            calls.append(tool_call(f"tc-f{index:03d}-{attempt:02d}", seq, S.FAILED, name=f"crm.tool{index:03d}",
+                                   arguments={"account": f"A-{attempt}", "page": attempt},
+                                   last_error=f"Traceback (most recent call last):\n  File \"x.py\"\n"
+                                              f"TimeoutError: upstream {index} timed out on try {attempt}",
+                                   attempts=3, retry_critical=index % 2 == 0))
+    return calls
+
+
+@pytest.mark.parametrize(("tools", "per_tool"), [(1, 150), (10, 15), (150, 1)],
+                         ids=["one tool", "ten tools", "150 tools"])
+def test_many_failed_calls_stay_within_the_budget_with_every_id(run, tools, per_tool):
+    failures = _many_failures(tools, per_tool)
+    deferred = tool_call("tc-deferred", 50, S.DEFERRED, name="human.pick", waiting_for="the user's choice")
+    opening = message("u-open", 40, content="Reconcile the Q3 accounts and tell me which ones failed.")
+    world = candidates(messages=[opening], tool_calls=[deferred, *failures])
+    result = run(world, boundary(token_budget=4096))
+
+    assert result.record.assembled_tokens <= 4096
+    text = system_text(result)
+    assert selected(result, "message:u-open"), "the opening request was dropped for recovery state"
+    # Every open or deferred call keeps its own line; every failure is still named by its id.
+    assert sum(line.startswith("- [t:") and "DEFERRED" in line for line in text.splitlines()) == 1
+    short = __import__("policy.assembler", fromlist=["short_ids_for"]).short_ids_for(world)
+    for call in failures:
+        assert f"t:{short(call.id)}" in text, call.id
+    # The latest error of each tool is there verbatim.
+    for index in range(tools):
+        assert f"TimeoutError: upstream {index} timed out on try {per_tool - 1}" in text or tools > 8
+    for call in failures:
+        assert outcome_of(result, f"tool_call:{call.id}") in (DecisionOutcome.PROTECTED, DecisionOutcome.INCLUDED)
