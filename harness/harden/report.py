@@ -47,6 +47,8 @@ class Figures:
     errors: dict[str, str] = field(default_factory=dict)
     """Parts that did not finish, with why."""
     seconds: dict[str, float] = field(default_factory=dict)
+    details: dict[str, Any] = field(default_factory=dict)
+    """Supporting counts (placements, per-fault outcomes...), never a substitute for a figure."""
     quick: bool = False
 
     def set(self, **values: int) -> None:
@@ -70,6 +72,10 @@ class Figures:
                      "fuzz_crashes", "bad_inputs_unclean"):
             if v[name] is not None:
                 out[name] = v[name]
+        # Crashes found outside the fuzz part (a hostile payload that broke a write) fail the run too.
+        for name in ("injection_crashes",):
+            if self.details.get(name):
+                out[name] = self.details[name]
         return {k: n for k, n in out.items() if n}
 
     def missing(self) -> list[str]:
@@ -99,6 +105,7 @@ class Figures:
             "missing": self.missing(),
             "errors": self.errors,
             "seconds": {k: round(s, 1) for k, s in self.seconds.items()},
+            "details": self.details,
             "findings": self.findings,
         }
 
