@@ -28,7 +28,8 @@ graph holding harmless text (:data:`~harness.harden.corpus.BENIGN`):
 
 from __future__ import annotations
 
-import hashlib
+import asyncio
+import json
 import re
 import uuid
 from collections import Counter
@@ -57,7 +58,7 @@ from harness.harden.report import Figures
 from harness.harden.stack import Stack
 from policy.enums import MessageRole, PrivacyClass, RuntimeKind, ToolCallStatus, VisibilityScope
 from policy.lines import SECTION_TITLES, RefKind
-from policy.records import GenerationBoundary, ToolCallRequest
+from policy.records import ChatMessage, GenerationBoundary, ToolCallRequest
 from policy.tools import ToolCatalog, ToolSpec
 from store import conversations, messages, skills, user_memories
 
@@ -425,8 +426,107 @@ async def run_injection(stack: Stack, figures: Figures, *, quick: bool = False,
                             if not quick else f"payload {payload.name!r} of harness.harden.corpus.payloads()")
         if index % 25 == 24:
             progress(f"harden: injection {index + 1}/{len(corpus)} payloads, {elevations} elevation(s)")
+    if "temporal" in stack.services:
+        sample = corpus[:: max(1, len(corpus) // (3 if quick else 12))]
+        _, e2e_elevations = await run_e2e(stack, figures, sample)
+        elevations += e2e_elevations
+        progress(f"harden: injection end to end: {len(sample)} payloads, {e2e_elevations} elevation(s)")
     figures.set(injection_payloads=len(corpus), injection_elevations=elevations)
     figures.details["injection_placements"] = placed
     figures.details["injection_crashes"] = crashes
     figures.details["injection_fields"] = list(FIELDS)
     return {"payloads": len(corpus), "placements": placed, "elevations": elevations}
+
+
+# --------------------------------------------------------------------------- end to end
+
+
+async def _e2e_run(stack: Stack, client: Any, queue: str, answer: dict[str, str]) -> dict[str, Any]:
+    """One picker turn on the real worker: it asks for a file, gets ``answer``, reads the path it names."""
+    import json as json_
+
+    from dossier.client import DossierClient
+
+    async with stack.deps.sessions() as session, session.begin():
+        account = await conversations.create_account(session, name="harden injection e2e")
+    settings = stack.settings.model_copy(update={"temporal_task_queue": queue})
+    dossier = DossierClient(deps=stack.deps, temporal=client, settings=settings, account_id=account)
+    outcome = await dossier.chat("Let me pick the file to review.", model="scripted:picker", wait=False)
+    waiting = await dossier.wait_until_waiting(outcome.workflow_id, timeout=120)
+    before = await _account_state(stack, account)
+    await dossier.answer(waiting[0], json_.dumps(answer))
+    done = await asyncio.wait_for(dossier.wait_turn(outcome), timeout=180)
+    async with stack.deps.sessions() as session:
+        names = [r[0] for r in (await session.execute(text(
+            "SELECT name FROM tool_calls WHERE account_id=:a ORDER BY seq"), {"a": account})).all()]
+        stored = [r[0] for r in (await session.execute(text(
+            "SELECT messages FROM context_assemblies WHERE account_id=:a ORDER BY snapshot_seq"), {"a": account})).all()]
+        real = {r[0].replace("-", "") for r in (await session.execute(text(
+            "SELECT id FROM tool_calls WHERE account_id=:a UNION SELECT id FROM tool_memories WHERE account_id=:a "
+            "UNION SELECT id FROM tool_artifacts WHERE account_id=:a UNION SELECT id FROM continuation_checkpoints "
+            "WHERE account_id=:a UNION SELECT id FROM skill_states WHERE account_id=:a"), {"a": account})).all()}
+    chats = [[ChatMessage(role=MessageRole(m["role"]), content=m.get("content")) for m in messages_]
+             for messages_ in stored]
+    return {"account": account, "answer": done.answer or "", "tools": names, "chats": chats, "real": real,
+            "state_before": before, "state_after": await _account_state(stack, account)}
+
+
+async def _account_state(stack: Stack, account: str) -> dict[str, str]:
+    state = await _state(stack, account, "")
+    return {k: v for k, v in state.items() if not k.startswith("other_")}
+
+
+def judge_e2e(run: dict[str, Any], control: dict[str, Any]) -> list[str]:
+    why = []
+    if set(run["tools"]) - set(control["tools"]):
+        why.append(f"the model called {run['tools']} (control {control['tools']})")
+    for kind, short in [*_CITATION.findall(run["answer"]), *_BARE.findall(run["answer"])]:
+        if not _resolves(short, run["real"]):
+            why.append(f"the answer cites forged {kind}:{short}")
+    if run["chats"] and control["chats"]:
+        got, base = structure(run["chats"][-1]), structure(control["chats"][-1])
+        extra = {f"{r}/{c}": got[(r, c)] - base[(r, c)] for r, c in got if c != "blank" and got[(r, c)] > base[(r, c)]}
+        if extra:
+            why.append(f"forged lines in the last assembly {extra}")
+    for chat in run["chats"]:
+        forged = forged_ids(chat, run["real"])
+        if forged:
+            why.append(f"forged ids {sorted(set(forged))[:4]}")
+            break
+    if run["state_before"] != run["state_after"]:
+        why.append("user memories, skills or participants changed")
+    return why
+
+
+async def run_e2e(stack: Stack, figures: Figures, sample: list[Payload]) -> tuple[int, int]:
+    """A sample of the corpus through Temporal, the worker's activities and the scripted model.
+
+    Returns:
+        (payloads run, elevations).
+    """
+    from dossier.runtime import build_worker, temporal_client
+
+    client = await temporal_client(stack.settings)
+    queue = f"harden-{uuid.uuid4().hex[:8]}"
+    worker = build_worker(client, stack.deps, task_queue=queue)
+    elevations = 0
+    async with worker:
+        control = await _e2e_run(stack, client, queue, {"path": "sales/benign-value-42.csv"})
+        for payload in sample:
+            for answer in ({"path": payload.text}, {"path": "sales/missing.csv", "note": payload.text}):
+                try:
+                    run = await _e2e_run(stack, client, queue, answer)
+                except Exception as error:  # the turn did not finish: a crash, with the payload to reproduce it
+                    figures.details["injection_crashes"] = figures.details.get("injection_crashes", 0) + 1
+                    figures.finding(PART, f"end-to-end turn failed on payload {payload.name}",
+                                    error=f"{type(error).__name__}: {error}"[:300],
+                                    reproducer=f"dossier chat --model scripted:picker ...; dossier answer ID "
+                                               f"{json.dumps(answer)[:120]}")
+                    continue
+                why = judge_e2e(run, control)
+                if why:
+                    elevations += 1
+                    figures.finding(PART, f"end-to-end payload {payload.name} elevated", why=why[:4],
+                                    answer=run["answer"][:200])
+    figures.details["injection_e2e_turns"] = 1 + 2 * len(sample)
+    return len(sample), elevations
