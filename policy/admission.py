@@ -221,6 +221,11 @@ def _tool_calls(
         else:
             items.append(Item(ref, "receipt", RecordClass.OPERATIONAL, False, 0, call.seq, receipt_line(call, short)))
     failure_items, grouped = _failure_items(policy, own_failures, short, ledger)
+    for count, what in ((candidates.unloaded_open_calls, "open"), (candidates.unloaded_failed_calls, "failed")):
+        if count:  # past the candidate limits: never silently gone
+            ledger.decide("tool_call", f"tool_calls:unloaded-{what}", DecisionOutcome.OMITTED,
+                          f"{count} older {what} tool call(s) on this lineage past the candidate limit, not loaded",
+                          OmissionReason.OUTSIDE_WINDOW)
     return items + failure_items, grouped
 
 

@@ -333,6 +333,11 @@ class CandidateSet(Record):
     user_memories: tuple[UserMemoryRecord, ...] = ()
     skill_states: tuple[SkillStateRecord, ...] = ()
     checkpoints: tuple[CheckpointRecord, ...] = ()
+    unloaded_open_calls: int = Field(default=0, ge=0)
+    """Open (pending, deferred, retrying) calls on the lineage past the candidate limit: not loaded, but
+    counted, so the assembly records that they exist instead of losing them silently."""
+    unloaded_failed_calls: int = Field(default=0, ge=0)
+    """Failed calls on the lineage older than the newest the candidate limit loads."""
 
 
 # --------------------------------------------------------------------------- outputs

@@ -27,10 +27,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from sqlalchemy import ColumnElement, and_, or_, select, text, union_all
+from sqlalchemy import ColumnElement, and_, func, or_, select, text, union_all
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from policy.enums import UNRESOLVED_STATUSES
+from policy.enums import UNRESOLVED_STATUSES, ToolCallStatus
 from policy.records import CandidateSet, Lineage, ToolCallRecord
 from store._sql import translate_errors
 from store.branches import _lineage_rows
@@ -80,7 +80,11 @@ class CandidateLimits:
     max_tool_calls: int = 200
     """Most recent tool calls."""
     max_pinned_tool_calls: int = 100
-    """Unresolved or retry-critical tool calls, however old (pinned)."""
+    """Most recent failed tool calls, however old (pinned); those past it are counted
+    (``CandidateSet.unloaded_failed_calls``) and the assembly says so."""
+    max_open_tool_calls: int = 1000
+    """Open (pending, deferred, retrying) tool calls, however old (pinned, a pool of their own so no number of
+    failures pushes one out); those past it are counted (``CandidateSet.unloaded_open_calls``)."""
     max_artifacts: int = 500
     """Most recent artifacts; artifacts the loaded memories cite come on top."""
     max_memories: int = 200
@@ -163,7 +167,41 @@ async def _snapshot(session: AsyncSession, account_id: str, conversation_id: str
 
 
 def _pinned_at(call: ToolCallRecord) -> bool:
-    return call.status in UNRESOLVED_STATUSES or call.retry_critical
+    return call.status in UNRESOLVED_STATUSES
+
+
+_OPEN_STATUSES = sorted(status.value for status in UNRESOLVED_STATUSES if status is not ToolCallStatus.FAILED)
+_OPEN_CALL_SQL = f"({PINNED_TOOL_CALL_SQL}) AND status IN ({', '.join(repr(s) for s in _OPEN_STATUSES)})"
+"""Open calls: the pinned partial index's predicate (so it serves the query), narrowed."""
+_FAILED_CALL_SQL = f"({PINNED_TOOL_CALL_SQL}) AND status = 'failed'"
+"""Failed calls (a succeeded retry-critical call is resolved: it pins nothing)."""
+
+
+async def _pinned_calls(
+    session: AsyncSession,
+    account_id: str,
+    conversation_id: str,
+    arms: Sequence[ColumnElement[bool]],
+    snapshot_seq: int,
+    pinned_sql: str,
+    limit: int,
+) -> tuple[list[ToolCall], int]:
+    """The ``limit`` newest calls matching ``pinned_sql`` at the snapshot, and how many more there are.
+
+    A call resolved after the snapshot was still pinned at it: recently updated
+    calls come too and are judged by their state at the snapshot.
+    """
+    rows = await _pool(session, account_id, conversation_id, ToolCall, [or_(*arms)], limit,
+                       or_(text(f"({pinned_sql})"), ToolCall.updated_seq > snapshot_seq))
+    rows = [row for row in rows if _pinned_at(to_tool_call(row, snapshot_seq))]
+    if len(rows) < limit:
+        return rows, 0
+    total = await session.scalar(
+        select(func.count()).select_from(ToolCall).where(
+            ToolCall.account_id == account_id, ToolCall.conversation_id == conversation_id, or_(*arms),
+            text(f"({pinned_sql})"))
+    )
+    return rows, max(0, (total or 0) - len(rows))
 
 
 @translate_errors
@@ -218,17 +256,12 @@ async def load_candidates(
 
     call_arms = _arms(ToolCall, lineage, snapshot_seq, LIVE_SCOPE_SQL)
     recent_calls = await _pool(*args, ToolCall, call_arms, limits.max_tool_calls)
-    # A call resolved after the snapshot was still pinned at it: include
-    # recently updated calls, then judge them by their state at the snapshot.
-    pinned_calls = await _pool(
-        *args,
-        ToolCall,
-        [or_(*call_arms)],
-        limits.max_pinned_tool_calls,
-        or_(text(f"({PINNED_TOOL_CALL_SQL})"), ToolCall.updated_seq > snapshot_seq),
-    )
-    pinned_calls = [row for row in pinned_calls if _pinned_at(to_tool_call(row, snapshot_seq))]
-    tool_calls = _merge(recent_calls, pinned_calls)
+    # Open calls and failed calls are pinned in pools of their own: failures never push an open call out.
+    open_calls, unloaded_open = await _pinned_calls(*args, call_arms, snapshot_seq, _OPEN_CALL_SQL,
+                                                    limits.max_open_tool_calls)
+    failed_calls, unloaded_failed = await _pinned_calls(*args, call_arms, snapshot_seq, _FAILED_CALL_SQL,
+                                                        limits.max_pinned_tool_calls)
+    tool_calls = _merge(recent_calls, open_calls, failed_calls)
 
     memory_arms = _arms(ToolMemory, lineage, snapshot_seq, LIVE_SCOPE_SQL)
     live_at_snapshot = or_(ToolMemory.superseded_seq.is_(None), ToolMemory.superseded_seq > snapshot_seq)
@@ -309,6 +342,8 @@ async def load_candidates(
         user_memories=tuple(to_user_memory(row) for row in reversed(user_memories)),
         skill_states=tuple(to_skill_state(row) for row in skill_states),
         checkpoints=tuple(to_checkpoint(row) for row in checkpoints),
+        unloaded_open_calls=unloaded_open,
+        unloaded_failed_calls=unloaded_failed,
     )
 
 

@@ -129,7 +129,9 @@ async def test_limits_bound_each_pool_but_keep_pinned_records(world: World) -> N
     candidates = await _load(world, root, limits)
 
     assert [m.id for m in candidates.messages] == [directive, *messages[-2:]]
-    assert [c.id for c in candidates.tool_calls] == [stuck.id, critical.id, calls[-1].id]
+    # A succeeded retry-critical call is resolved: it is not pinned (issue 11, class 4).
+    assert [c.id for c in candidates.tool_calls] == [stuck.id, calls[-1].id]
+    assert critical.id not in [c.id for c in candidates.tool_calls]
     assert [x.id for x in candidates.artifacts] == [a.id for a in artifacts[-2:]]
     # Live memories first (all three fit), then superseded ones while room remains.
     assert [m.id for m in candidates.tool_memories] == [new.id, newest_superseded.id, newest.id]
@@ -188,3 +190,27 @@ async def test_candidates_for_a_branch_of_another_conversation_are_refused(world
     async with world.sessions() as s:
         with pytest.raises(NotFoundError):
             await graph.load_candidates(s, world.account_id, world.conversation_id, other.root_branch_id)
+
+
+async def test_failures_never_push_an_open_call_out_of_the_pool(world: World) -> None:
+    """Issue 11, class 4: the pinned pool kept the newest 100 pinned calls, succeeded retry-critical ones
+    included, so enough newer failures hid an older deferred call with no decision saying so."""
+    root = world.root_branch_id
+    waiting = await _tool_call(world, root, "waiting", status=ToolCallStatus.DEFERRED)
+    resolved = [await _tool_call(world, root, f"resolved{i}", retry_critical=True, status=ToolCallStatus.SUCCEEDED)
+                for i in range(3)]
+    failed = [await _tool_call(world, root, f"failed{i}", status=ToolCallStatus.FAILED)
+              for i in range(8)]
+    limits = CandidateLimits(max_tool_calls=2, max_pinned_tool_calls=5)
+
+    candidates = await _load(world, root, limits)
+
+    ids = [c.id for c in candidates.tool_calls]
+    assert waiting.id in ids
+    assert not {c.id for c in resolved} & set(ids), "a succeeded retry-critical call is resolved, not pinned"
+    assert [c.id for c in candidates.tool_calls if c.status is ToolCallStatus.FAILED] == [c.id for c in failed[-5:]]
+    assert (candidates.unloaded_open_calls, candidates.unloaded_failed_calls) == (0, 3)
+
+    tight = await _load(world, root, CandidateLimits(max_tool_calls=0, max_open_tool_calls=0))
+    assert waiting.id not in [c.id for c in tight.tool_calls]
+    assert tight.unloaded_open_calls == 1

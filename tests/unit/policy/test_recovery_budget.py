@@ -358,3 +358,13 @@ def test_many_failed_calls_stay_within_the_budget_with_every_id(run, tools, per_
         assert f"TimeoutError: upstream {index} timed out on try {per_tool - 1}" in text or tools > 8
     for call in failures:
         assert outcome_of(result, f"tool_call:{call.id}") in (DecisionOutcome.PROTECTED, DecisionOutcome.INCLUDED)
+
+
+def test_calls_past_the_candidate_limit_are_recorded_not_lost(run):
+    world = candidates(tool_calls=[tool_call("tc-1", 20, S.FAILED, last_error="x")], unloaded_open_calls=2,
+                       unloaded_failed_calls=7)
+    result = run(world)
+    for what, count in (("open", 2), ("failed", 7)):
+        [decision] = decisions_for(result, f"tool_calls:unloaded-{what}")
+        assert decision.outcome is DecisionOutcome.OMITTED and decision.reason.startswith(f"{count} older {what}")
+    assert not decisions_for(run(candidates()), "tool_calls:unloaded-open")
