@@ -5,7 +5,8 @@ trajectories alike:
 
 1. :func:`begin_tool_call` records the call as the model made it (idempotent
    on the provider's call id), with visibility from the runtime mode and
-   privacy from the tool spec;
+   privacy from the tool spec, raised by the store to the strictest class the
+   calling model was shown (taint: the arguments may copy any of it);
 2. the tool runs, or waits (:func:`defer_tool_call`), or fails an attempt
    (:func:`record_attempt_failure`);
 3. :func:`ingest_tool_result` stores the raw bytes exactly as returned (inline
@@ -30,7 +31,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from activities.deps import EXACT_TOKEN_COUNT_MAX_BYTES, GraphDeps
 from activities.errors import ToolOutcomeError
 from policy.derive import decode_payload, derive_memory, memory_record
-from policy.enums import PrivacyClass, PromotionPolicy, RuntimeKind, ToolCallStatus, VisibilityScope
+from policy.enums import PrivacyClass, PromotionPolicy, RuntimeKind, ToolCallStatus, VisibilityScope, at_least
 from policy.links import links_for
 from policy.records import ArtifactRecord, ToolCallRecord, ToolMemoryRecord
 from policy.tools import default_visibility
@@ -107,7 +108,10 @@ async def begin_tool_call(
         model_run_id: the model run that made the call.
         at: when the call was made.
         visibility: overrides the runtime mode's default visibility.
-        privacy: overrides the tool spec's privacy class.
+        privacy: the call's class: tightens a known tool's spec class (never loosens it), or
+            declares an unknown tool's (which otherwise fails closed to the strictest class).
+            The store raises it further to what the calling run was shown
+            (:func:`store.tools.record_tool_call`).
         shared_with: participants that may see the call's state.
         retry_critical: overrides the tool spec's retry-critical flag.
 
@@ -115,6 +119,11 @@ async def begin_tool_call(
         The recorded call (the existing one if ``call_id`` was seen before).
     """
     spec = deps.catalog.spec(name)
+    declared = any(tool.name == name for tool in deps.catalog.tools)
+    if privacy is None:
+        privacy = spec.privacy  # an unknown tool's is the strictest class: fail closed
+    elif declared:
+        privacy = at_least(privacy, spec.privacy)  # an override may tighten a known tool's class, never loosen it
     async with deps.sessions() as session, session.begin():
         return await tool_store.record_tool_call(
             session,
@@ -129,7 +138,7 @@ async def begin_tool_call(
             retry_critical=spec.retry_critical if retry_critical is None else retry_critical,
             visibility=visibility or default_visibility(runtime_kind),
             shared_with=shared_with,
-            privacy=privacy or spec.privacy,
+            privacy=privacy,
             runtime_kind=runtime_kind,
             at=at,
         )

@@ -10,6 +10,14 @@ only). When the child ends, this step makes parent-visible only
 
 each as a new parent-owned memory that cites the child's artifacts, so the
 provenance survives while the raw child workspace stays out of reach.
+
+Privacy taint: the report is the child model's own text, so it carries the
+strictest class of everything the child's runs were shown and produced
+(:func:`store.taint.participant_privacy`: its assemblies, its tool calls and
+their results), never a fixed ``user``. A promoted file handle or failure keeps
+its source memory's class. Either way the store raises a promoted memory to the
+strictest of the artifacts and memories it cites
+(:func:`store.tool_memories.insert_tool_memory`).
 """
 
 from __future__ import annotations
@@ -32,6 +40,7 @@ from policy.derive import (
 from policy.enums import (
     FreshnessClass,
     PrivacyClass,
+    at_least,
     PromotionPolicy,
     RuntimeKind,
     ToolCallStatus,
@@ -42,6 +51,7 @@ from store import tool_memories as memory_store
 from store import tools as tool_store
 from store.conversations import get_participant
 from store.errors import NotFoundError
+from store.taint import participant_privacy
 
 REPORT_TOOL = "subagent.report"
 """Tool name under which a child's final report is captured."""
@@ -120,6 +130,10 @@ async def promote_child_results(
     promoted: list[ToolMemoryRecord] = []
     async with deps.sessions() as session:
         child = await get_participant(session, account_id, child_participant_id)
+        # Taint: the report was written by the child's model, from what its runs were shown and produced.
+        # A message is user data at least (policy.transcript), whatever the child saw.
+        report_privacy = at_least(PrivacyClass.USER, await participant_privacy(session, account_id,
+                                                                                 child_participant_id))
     if report is not None or outcome != "succeeded":
         text = report if report is not None else f"no report; the run {outcome.replace('_', ' ')}"
         digest = hashlib.sha256(f"{child_participant_id}:{text}".encode()).hexdigest()[:16]
@@ -127,6 +141,7 @@ async def promote_child_results(
             deps, account_id, conversation_id, branch_id, child_participant_id,
             call_id=f"report-{child_participant_id}-{digest}", name=REPORT_TOOL,
             arguments={"subagent": child.name}, runtime_kind=RuntimeKind.SUBAGENT_CHILD, at=at,
+            privacy=report_privacy,
         )
         artifact = await capture_tool_result(
             deps, account_id, call.id,
@@ -141,7 +156,7 @@ async def promote_child_results(
                 title=f"report of subagent {child.name}",
                 summary=f"{SUBAGENT_REPORT_PREFIX}{child.name} {outcome.replace('_', ' ')}"
                         f"{SUBAGENT_REPORT_SEPARATOR}{clipped}",
-                observed_at=artifact.captured_at, promoted_from=(),
+                observed_at=artifact.captured_at, promoted_from=(), privacy=artifact.privacy,
             )
         )
 
@@ -186,8 +201,8 @@ def _parent_memory(
     summary: str,
     observed_at: datetime,
     promoted_from: tuple[str, ...],
+    privacy: PrivacyClass,
     freshness: FreshnessClass = FreshnessClass.DURABLE,
-    privacy: PrivacyClass = PrivacyClass.USER,
 ) -> ToolMemoryRecord:
     return ToolMemoryRecord(
         id=memory_id,

@@ -275,6 +275,7 @@ class TurnActivities:
         context = ToolContext(
             account_id=account, tool_call_id=call.id, attempt=info.attempt,
             workspace=self.workspace, artifacts=self.deps.artifacts, heartbeat=activity.heartbeat,
+            privacy=call.privacy,
         )
         try:
             result = await self.tools.execute(call.name, context, dict(call.arguments))

@@ -1,8 +1,9 @@
 """Tool specs: the privacy, freshness and derivation metadata of each tool.
 
 A :class:`ToolCatalog` is pure data handed to capture and derivation. A tool
-it does not know gets :meth:`ToolCatalog.spec`'s conservative default: user
-privacy, session freshness, its result kind sniffed from the payload.
+it does not know gets :meth:`ToolCatalog.spec`'s conservative default: the
+strictest privacy class (fail closed), session freshness, its result kind
+sniffed from the payload.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Literal
 
-from policy.enums import FreshnessClass, PrivacyClass, RuntimeKind, VisibilityScope
+from policy.enums import STRICTEST_PRIVACY, FreshnessClass, PrivacyClass, RuntimeKind, VisibilityScope
 from pydantic import Field
 
 from policy.records import Record
@@ -48,11 +49,17 @@ class ToolCatalog(Record):
     tools: tuple[ToolSpec, ...] = ()
 
     def spec(self, name: str) -> ToolSpec:
-        """The spec for ``name``, or the conservative default."""
+        """The spec for ``name``, or the conservative default.
+
+        A tool the catalog does not know fails closed: its calls and results are
+        :data:`~policy.enums.STRICTEST_PRIVACY` (nothing says what it reads or
+        returns, so nothing may assume it is only the user's own data). A caller
+        that knows better declares the tool, or the call's class.
+        """
         for tool in self.tools:
             if tool.name == name:
                 return tool
-        return ToolSpec(name=name)
+        return ToolSpec(name=name, privacy=STRICTEST_PRIVACY)
 
 
 def default_visibility(runtime_kind: RuntimeKind) -> VisibilityScope:

@@ -8,12 +8,13 @@ from typing import Any, Literal
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from policy.enums import PrivacyClass, VisibilityScope
+from policy.enums import PrivacyClass, VisibilityScope, at_least
 from policy.records import CheckpointRecord
 from store._sql import allocate_seq, get_row, insert_once, new_id, translate_errors
 from store.convert import to_checkpoint
 from store.errors import IntegrityViolation, NotFoundError
 from store.models import ContinuationCheckpoint
+from store.taint import records_privacy
 
 CheckpointKind = Literal["tool_loop", "subagent_batch", "parent_resume", "deferred_wait"]
 """Kinds of continuation checkpoints."""
@@ -45,10 +46,13 @@ async def put_checkpoint(
         participant_id: the participant whose work continues.
         kind: ``tool_loop``, ``subagent_batch``, ``parent_resume`` or ``deferred_wait``.
         state: small structured state (steps done, next step ...).
-        references: graph ids the continuation relies on.
+        references: graph ids the continuation relies on (memories, artifacts, tool calls,
+            checkpoints, model runs ...).
         model_run_id: the run that wrote it.
         visibility: who may see it.
-        privacy: its privacy class.
+        privacy: its declared class; stored raised to the strictest class of ``references``
+            (:func:`store.taint.records_privacy`; a model run counts as what it was shown, an id
+            that names no record fails closed), so a checkpoint is never looser than what it relies on.
         checkpoint_id: the id to use; a fresh one when ``None``.
 
     Returns:
@@ -66,6 +70,9 @@ async def put_checkpoint(
         )
         if existing is not None:
             return to_checkpoint(existing)
+    # Taint: a continuation is built from the records it references; never looser than any of them.
+    privacy = at_least(privacy, await records_privacy(session, account_id, references, what="checkpoint reference",
+                                                      refuse_unknown=False))
     seq = await allocate_seq(session, account_id, conversation_id)
     checkpoint_id = checkpoint_id or new_id()
     values = {

@@ -16,7 +16,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from policy.enums import PrivacyClass
+from policy.enums import PrivacyClass, at_least
 from policy.records import ArtifactRecord, canonical_json
 from store._sql import translate_errors
 from store.artifacts import ArtifactStore
@@ -70,7 +70,8 @@ async def capture_artifact(
     if call is None:
         raise NotFoundError("tool_call", tool_call_id)
     arguments: Mapping[str, Any] = fields.pop("arguments", None) or call.arguments
-    privacy = PrivacyClass(fields.get("privacy") or call.privacy)
+    # Never looser than the call (ArtifactCapture.row raises it the same way): the object's metadata agrees.
+    privacy = at_least(fields.get("privacy") or call.privacy, PrivacyClass(call.privacy))
     digest = hashlib.sha256(payload).hexdigest()
     common = {
         "content_type": content_type,

@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import func
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from policy.enums import PrivacyClass, VisibilityScope
+from policy.enums import PrivacyClass, VisibilityScope, at_least
 from policy.records import SkillStateRecord
 from store._sql import allocate_seq, get_row, new_id, translate_errors
 from store.convert import to_skill_state
 from store.models import SkillState
+from store.taint import records_privacy
 
 
 @translate_errors
@@ -29,6 +30,7 @@ async def put_skill_state(
     active: bool = True,
     visibility: VisibilityScope = VisibilityScope.PARTICIPANT_PRIVATE,
     privacy: PrivacyClass = PrivacyClass.USER,
+    derived_from: Sequence[str] = (),
 ) -> SkillStateRecord:
     """Insert or replace the state of one skill for one participant on one branch.
 
@@ -44,7 +46,9 @@ async def put_skill_state(
         state: the full new state.
         active: whether the skill is still active.
         visibility: who may see the state.
-        privacy: its privacy class.
+        privacy: its declared class; stored raised to the strictest class of ``derived_from``.
+        derived_from: ids of the graph records it was built from (tool memories, artifacts,
+            tool calls, model runs ...); an id that names no record fails closed.
 
     Returns:
         The stored state.
@@ -52,6 +56,9 @@ async def put_skill_state(
     Raises:
         NotFoundError: unknown conversation, branch or participant.
     """
+    # Taint: state built from graph records is never looser than any of them.
+    privacy = at_least(privacy, await records_privacy(session, account_id, derived_from, what="derived_from",
+                                                      refuse_unknown=False))
     seq = await allocate_seq(session, account_id, conversation_id)
     values = {
         "id": new_id(),

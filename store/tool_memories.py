@@ -9,16 +9,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy import Text, func, not_, or_, select, update
+from sqlalchemy import Text, and_, func, not_, or_, select, update
 from sqlalchemy.dialects.postgresql import array
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from policy.enums import ResolutionStatus, ToolCallStatus
+from policy.enums import PrivacyClass, ResolutionStatus, ToolCallStatus, strictest_privacy
 from policy.records import ToolMemoryRecord
 from store._sql import allocate_seq, get_row, insert_once, translate_errors
 from store.convert import to_tool_memory
 from store.errors import IntegrityViolation, NotFoundError
 from store.models import ToolArtifact, ToolMemory
+from store.taint import TaintError
 
 
 @translate_errors
@@ -30,7 +31,10 @@ async def insert_tool_memory(
 ) -> ToolMemoryRecord:
     """Store a derived tool memory; idempotent on ``memory.id``.
 
-    The store assigns ``seq`` (``memory.seq`` is ignored). Links in the
+    The store assigns ``seq`` (``memory.seq`` is ignored) and the privacy
+    class: ``memory.privacy`` raised to the strictest of its sources
+    (:func:`memory_privacy`), so a memory is never looser than any artifact
+    or memory it was built from. Links in the
     record are applied through :func:`set_superseded` and
     :func:`add_conflict`, so both sides of each link agree;
     ``memory.superseded_by`` is ignored (a new memory is live).
@@ -46,12 +50,14 @@ async def insert_tool_memory(
 
     Raises:
         NotFoundError: unknown conversation, branch, owner, run or linked memory.
+        TaintError: a source artifact or promoted-from memory that is not in the account.
     """
     existing = await session.scalar(
         select(ToolMemory).where(ToolMemory.account_id == account_id, ToolMemory.id == memory.id)
     )
     if existing is not None:
         return to_tool_memory(existing)
+    memory = memory.model_copy(update={"privacy": await memory_privacy(session, account_id, memory)})
     seq = await allocate_seq(session, account_id, conversation_id)
     values = memory.model_dump(
         mode="json", exclude={"seq", "superseded_by", "supersedes", "conflicts_with", "observed_at", "stale_after"}
@@ -70,6 +76,37 @@ async def insert_tool_memory(
     for other_id in memory.conflicts_with:
         await _conflict(session, account_id, memory.id, other_id)
     return await get_tool_memory(session, account_id, memory.id)
+
+
+async def memory_privacy(session: AsyncSession, account_id: str, memory: ToolMemoryRecord) -> PrivacyClass:
+    """The class a memory is stored under: its own, raised to the strictest of its sources.
+
+    Sources are the artifacts it cites (``source_artifact_ids``) and the
+    memories it was promoted from (``promoted_from``); each one's class is read
+    from the graph, not taken from the caller.
+
+    Raises:
+        TaintError: a source is not in the account (its class, so the memory's, is unknown).
+    """
+    sources = {"artifact": set(memory.source_artifact_ids), "memory": set(memory.promoted_from)}
+    classes: list[PrivacyClass] = []
+    for kind, model in (("artifact", ToolArtifact), ("memory", ToolMemory)):
+        if not sources[kind]:
+            continue
+        found = dict((row.id, PrivacyClass(row.privacy)) for row in await session.execute(
+            select(model.id, model.privacy).where(model.account_id == account_id, model.id.in_(sorted(sources[kind])))
+        ))
+        missing = sorted(sources[kind] - set(found))
+        if missing:
+            raise TaintError(f"memory {memory.id!r}: source {kind} {missing[0]!r} is not in the account, "
+                             "so its privacy class is unknown")
+        classes += found.values()
+    return strictest_privacy((memory.privacy, *classes))
+
+
+RELATED_LIMIT = 500
+"""The newest related memories a new one is linked against (older versions of a subject were linked when
+they were new)."""
 
 
 @translate_errors
@@ -98,20 +135,25 @@ async def related_live_memories(
         ``(memories, statuses)``: the live memories in ``seq`` order, and the status of
         every artifact they cite (a failure supersedes only memories of failures).
     """
+    # Same-subject memories whether or not something superseded them: ``superseded_by`` names one
+    # replacement, which may sit on a sibling branch, so only the caller, knowing the lineage, can tell
+    # whether a memory is live there. Contradictions look at memories live everywhere.
     related = ToolMemory.subject_key == subject_key
     if fact_keys:
         facts = ToolMemory.payload["facts"]
-        related = or_(related, facts.has_any(array(sorted(set(fact_keys)), type_=Text)))
+        related = or_(related, and_(ToolMemory.superseded_by.is_(None),
+                                    facts.has_any(array(sorted(set(fact_keys)), type_=Text))))
     rows = list(await session.scalars(
         select(ToolMemory)
         .where(
             ToolMemory.account_id == account_id,
             ToolMemory.conversation_id == conversation_id,
-            ToolMemory.superseded_by.is_(None),
             related,
         )
-        .order_by(ToolMemory.seq, ToolMemory.id)
+        .order_by(ToolMemory.seq.desc(), ToolMemory.id)
+        .limit(RELATED_LIMIT)
     ))
+    rows.reverse()
     cited = sorted({artifact_id for row in rows for artifact_id in row.source_artifact_ids})
     statuses: dict[str, ToolCallStatus] = {}
     if cited:

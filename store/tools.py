@@ -15,12 +15,13 @@ from typing import Any, Literal
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from policy.enums import PrivacyClass, PromotionPolicy, RuntimeKind, ToolCallStatus, VisibilityScope
+from policy.enums import PrivacyClass, PromotionPolicy, RuntimeKind, ToolCallStatus, VisibilityScope, at_least
 from policy.records import ArtifactRecord, ToolCallRecord
 from store._sql import allocate_seq, get_row, insert_once, new_id, translate_errors, utcnow
 from store.convert import to_artifact, to_tool_call
 from store.errors import IntegrityViolation, NotFoundError, PayloadTooLargeError
 from store.models import ToolArtifact, ToolCall
+from store.taint import run_privacy
 
 INLINE_PAYLOAD_MAX = 64 * 1024
 """Largest payload kept inline in Postgres; larger ones go to the artifact store."""
@@ -81,6 +82,15 @@ async def record_tool_call(
     A second call with a ``call_id`` the account already has returns the
     stored call unchanged (and spends no ``seq``).
 
+    The stored privacy class is never looser than what the calling run was
+    shown: ``privacy`` (the tool's own class) joined with the strictest class
+    of the records its ContextAssembly showed the model
+    (:func:`store.taint.run_privacy`). The model may have copied any of them
+    into the arguments, and nothing shows it did not; everything produced from
+    the arguments (the artifact, the file a tool writes, the memory) inherits
+    the call's class in turn. A run with no recorded assembly (an imported
+    trajectory) adds nothing to the declared class.
+
     Args:
         session: the caller's session.
         account_id: the owning account.
@@ -95,13 +105,13 @@ async def record_tool_call(
         retry_critical: whether a failure must survive into later contexts verbatim.
         visibility: who may see the call.
         shared_with: participant ids it is shared with.
-        privacy: privacy class of the arguments.
+        privacy: the tool's own privacy class (raised to the run's context class).
         runtime_kind: the runtime mode of the calling run.
         tool_call_id: the row id to use; a fresh one when ``None``.
         at: when it was recorded; now when ``None``.
 
     Returns:
-        The tool call.
+        The tool call, with the class it was stored under.
 
     Raises:
         NotFoundError: unknown conversation, branch, participant or run.
@@ -109,6 +119,9 @@ async def record_tool_call(
     existing = await _tool_call_row(session, account_id, call_id)
     if existing is not None:
         return to_tool_call(existing)
+    # Taint: the arguments were written by a model that was shown its context; they are at least as
+    # strict as the strictest record that context showed (store.taint.run_privacy, policy.derive.context_privacy).
+    privacy = at_least(privacy, await run_privacy(session, account_id, model_run_id) if model_run_id else None)
     seq = await allocate_seq(session, account_id, conversation_id)
     status = ToolCallStatus(status)
     entry = _history_entry(
@@ -329,7 +342,7 @@ class ArtifactCapture:
     shared_with: Sequence[str] | None = None
     """Defaults to the tool call's."""
     privacy: PrivacyClass | None = None
-    """Defaults to the tool call's."""
+    """Defaults to the tool call's; never looser than it (a looser one is raised to the call's)."""
     active_skills: Sequence[Any] = ()
     """Skills active when the tool ran."""
     tool_profile: str | None = None
@@ -372,7 +385,8 @@ class ArtifactCapture:
             "seq": seq,
             "visibility": VisibilityScope(self.visibility or of("visibility")).value,
             "shared_with": list(self.shared_with if self.shared_with is not None else of("shared_with")),
-            "privacy": PrivacyClass(self.privacy or of("privacy")).value,
+            # Taint: a result is produced from its call's arguments, so it is never looser than the call.
+            "privacy": at_least(self.privacy or of("privacy"), PrivacyClass(of("privacy"))).value,
             "content_type": self.content_type,
             "arguments": dict(self.arguments if self.arguments is not None else of("arguments")),
             "sha256": self.sha256.lower(),

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from policy.enums import PrivacyClass
+from policy.enums import PrivacyClass, at_least
 from policy.records import UserMemoryRecord
 from store._sql import allocate_user_seq, get_row, insert_once, new_id, translate_errors
 from store.convert import to_user_memory
 from store.errors import IntegrityViolation
 from store.models import UserMemory
+from store.taint import records_privacy
 
 
 @translate_errors
@@ -20,6 +23,7 @@ async def put_user_memory(
     text: str,
     *,
     privacy: PrivacyClass = PrivacyClass.USER,
+    derived_from: Sequence[str] = (),
     participant_id: str | None = None,
     user_memory_id: str | None = None,
 ) -> UserMemoryRecord:
@@ -29,7 +33,9 @@ async def put_user_memory(
         session: the caller's session.
         account_id: the owning account.
         text: the memory.
-        privacy: its privacy class.
+        privacy: its declared class; stored raised to the strictest class of ``derived_from``.
+        derived_from: ids of the graph records it was built from (tool memories, artifacts,
+            tool calls, model runs ...); an id that names no record fails closed.
         participant_id: restrict it to one participant; ``None`` for all.
         user_memory_id: the id to use; a fresh one when ``None``.
 
@@ -45,6 +51,9 @@ async def put_user_memory(
         )
         if existing is not None:
             return to_user_memory(existing)
+    # Taint: state built from graph records is never looser than any of them.
+    privacy = at_least(privacy, await records_privacy(session, account_id, derived_from, what="derived_from",
+                                                      refuse_unknown=False))
     seq = await allocate_user_seq(session, account_id)
     user_memory_id = user_memory_id or new_id()
     values = {

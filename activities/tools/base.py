@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from policy.enums import STRICTEST_PRIVACY, PrivacyClass
 from policy.tools import ToolSpec
 
 if TYPE_CHECKING:
@@ -78,6 +79,9 @@ class ToolContext:
     """Object storage for ``files.write``; ``None`` where there is none (pure unit tests)."""
     heartbeat: Callable[[object], None] = field(default=_no_heartbeat)
     """Long tools call it regularly so Temporal can tell a slow tool from a dead worker."""
+    privacy: PrivacyClass = STRICTEST_PRIVACY
+    """The call's privacy class (its tool's, raised to what the calling model was shown): what anything
+    the tool stores from its arguments is labelled. Unknown (no call behind the context) fails closed."""
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,11 @@ nothing new and returns the same handle. The result is a file handle
 :data:`policy.derive.FILE_CONTENT_TYPE`: derivation turns it into a permanent
 memory ("generated file report.md, 512 bytes at s3://...") that a parent
 may receive from a subagent by promotion.
+
+The file's privacy class is the call's (:attr:`ToolContext.privacy`): its
+content is the model's arguments, which carry the strictest class of what the
+model was shown (:func:`store.tools.record_tool_call`). The spec's ``user`` is
+only the floor.
 """
 
 from __future__ import annotations
@@ -70,8 +75,9 @@ async def write_file(context: ToolContext, arguments: dict[str, Any]) -> ToolRes
     if context.artifacts is None:
         raise ToolExecutionError("files.write needs object storage, and this runtime has none configured")
     try:
+        # The content is the call's arguments: the object carries the call's class (taint), not the tool's own.
         ref = await context.artifacts.put(
-            context.account_id, data, content_type=content_type_for(name), privacy=PrivacyClass.USER
+            context.account_id, data, content_type=content_type_for(name), privacy=context.privacy
         )
     except PayloadTooLargeError as error:
         raise ToolArgumentError(f"{name} is too large to store: {error}") from error

@@ -38,7 +38,7 @@ from dossier.settings import Settings
 from policy.assembler import render_context, select_context
 from policy.compact import compact_text, parse_compact, to_json
 from policy.derive import parse_structured
-from policy.enums import MessageRole, RuntimeKind, ToolCallStatus
+from policy.enums import MessageRole, PrivacyClass, RuntimeKind, ToolCallStatus
 from policy.policy import ContextPolicy
 from policy.records import GenerationBoundary, PreviousAssembly, ToolCallRequest
 from policy.tools import wire_name
@@ -158,6 +158,9 @@ class _Import:
                 self.deps, self.account_id, self.conversation_id, self.branch_id, self.participant_id,
                 call_id=call.call_id, name=call.name, arguments=call.arguments,
                 runtime_kind=RuntimeKind.CHAT, model_run_id=run_id, at=self.at(index),
+                # The catalog declares none of a trajectory's tools, and an undeclared tool fails closed to
+                # secret_adjacent: the benchmark declares them the user's own data, as they are in the data set.
+                privacy=PrivacyClass.USER,
             )
             self.tool_rows[source["id"]] = recorded.id
         async with self.deps.sessions() as session, session.begin():
@@ -394,7 +397,7 @@ async def run_traces_with(
         getattr(p[0], "orphans_dropped", 0) for p in peers_by_worker)
     parameters["dossier"] = {"policy": deps.policy.version, "token_budget": deps.policy.default_token_budget,
                              "provider_route": PROVIDER_ROUTE,
-                             "tool_specs": "ToolCatalog default for every tool (none declared)",
+                             "tool_specs": "ToolCatalog default for every tool (none declared), privacy declared user",
                              "compact_results": compact_figures(traces, deps.counter)}
     parameters[NO_EPOCHS] = {"policy": f"{deps.policy.version} with epochs=false",
                              "assembly": "every call starts a new epoch: assembled afresh from the graph"}

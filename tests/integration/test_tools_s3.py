@@ -47,9 +47,11 @@ REPORT = (
 )
 
 
-def _context(store: ArtifactStore, account: str, attempt: int = 1) -> ToolContext:
+def _context(store: ArtifactStore, account: str, attempt: int = 1,
+             privacy: PrivacyClass = PrivacyClass.USER) -> ToolContext:
+    # The call's class (execute_tool passes the recorded call's): what the written file is labelled.
     return ToolContext(account_id=account, tool_call_id="tc-s3", attempt=attempt, workspace=SAMPLE_WORKSPACE,
-                       artifacts=store)
+                       artifacts=store, privacy=privacy)
 
 
 async def test_write_stores_the_bytes_and_returns_a_handle(artifact_store: ArtifactStore) -> None:
@@ -67,6 +69,15 @@ async def test_write_stores_the_bytes_and_returns_a_handle(artifact_store: Artif
     stored = await artifact_store.stat("acct-files", key)
     assert stored.content_type == "text/markdown; charset=utf-8"
     assert await artifact_store.privacy_of("acct-files", key) is PrivacyClass.USER
+
+
+async def test_a_written_file_carries_its_calls_class_not_the_tools(artifact_store: ArtifactStore) -> None:
+    """Taint: a file written from google_derived arguments is google_derived, whatever files.write's spec says."""
+    registry = default_registry()
+    context = _context(artifact_store, "acct-files-taint", privacy=PrivacyClass.GOOGLE_DERIVED)
+    result = await registry.execute("files.write", context, {"name": "inbox.md", "content": "From: Gmail thread"})
+    key = object_key("acct-files-taint", json.loads(result.payload)["sha256"])
+    assert await artifact_store.privacy_of("acct-files-taint", key) is PrivacyClass.GOOGLE_DERIVED
 
 
 async def test_a_retried_write_returns_the_same_handle_and_uploads_nothing(

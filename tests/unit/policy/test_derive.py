@@ -361,8 +361,9 @@ def test_catalog_default_spec_is_conservative():
     catalog = ToolCatalog(tools=(ToolSpec(name="known", privacy="public"),))
     assert catalog.spec("known").privacy.value == "public"
     unknown = catalog.spec("unknown")
+    # An unknown tool fails closed: nothing says its data is only the user's own.
     assert (unknown.name, unknown.privacy.value, unknown.freshness, unknown.result_kind) == (
-        "unknown", "user", FreshnessClass.SESSION, "auto")
+        "unknown", "secret_adjacent", FreshnessClass.SESSION, "auto")
 
 
 @pytest.mark.parametrize(
