@@ -1,0 +1,1 @@
+"""The hardening suite of ``dossier harden``: one module per part."""
