@@ -384,7 +384,7 @@ async def _derive(
     spec = deps.catalog.spec(artifact.tool_name)
     draft = derive_memory(spec, artifact.id, arguments, artifact.status, raw, artifact.content_type,
                           artifact.captured_at)
-    related, statuses = await tool_memories.related_live_memories(
+    related, statuses = await tool_memories.related_memories(
         session, account_id, conversation_id, draft.subject_key, tuple(draft.payload.get("facts", {}))
     )
     lineage = await load_lineage(session, account_id, artifact.branch_id)

@@ -127,16 +127,23 @@ def _memories(
 
     # A replacement this viewer cannot see (a sibling branch's, another
     # participant's private memory, one outside the candidates) replaces nothing.
+    # Supersession is read from the replacing side: ``supersedes`` lists every memory a memory replaced,
+    # while ``superseded_by`` names only the newest replacement, which may be on a sibling branch.
     passed_ids = {memory.id for memory in passed} | set(appended)
+    replaced_by: dict[str, str] = {}
+    for memory in passed:
+        for old in memory.supersedes:
+            replaced_by[old] = memory.id
     covered: set[str] = set()
     admitted: list[ToolMemoryRecord] = []
     for memory in passed:
-        if memory.superseded_by in passed_ids:
+        replacement = memory.superseded_by if memory.superseded_by in passed_ids else replaced_by.get(memory.id)
+        if replacement is not None:
             # Its call is represented too: by the replacement, not by a receipt line.
             covered.update(call_of_artifact[a] for a in memory.source_artifact_ids if a in call_of_artifact)
             ledger.decide(
                 "supersession", f"memory:{memory.id}", DecisionOutcome.OMITTED,
-                f"superseded by memory {memory.superseded_by}", OmissionReason.SUPERSEDED,
+                f"superseded by memory {replacement}", OmissionReason.SUPERSEDED,
             )
             continue
         admitted.append(memory)

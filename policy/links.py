@@ -62,18 +62,22 @@ def links_for(
         draft: the new memory's draft.
         artifact: the artifact it was derived from.
         lineage: the lineage of the artifact's branch.
-        related: live memories of the same subject or sharing a fact key, oldest first.
+        related: memories of the same subject (live, or superseded on some branch) or live memories
+            sharing a fact key, oldest first.
         statuses: the status of every artifact those memories cite.
 
     Returns:
         ``(supersedes, conflicts_with)``.
     """
     viewer = Viewer(artifact.owner_participant_id, lineage, FAIL_CLOSED_ROUTE)
+    visible = [memory for memory in related
+               if check_scope(memory, viewer) is None and check_promotion(memory, viewer) is None]
+    # Live on this lineage: no memory visible here replaces it (a sibling's replacement does not count).
+    replaced_here = {old for memory in visible for old in memory.supersedes}
     candidates = [
         (memory.id, memory.subject_key, memory.payload.get("facts", {}))
-        for memory in related
-        if check_scope(memory, viewer) is None
-        and check_promotion(memory, viewer) is None
+        for memory in visible
+        if memory.id not in replaced_here
         and (artifact.status is ToolCallStatus.SUCCEEDED
              or all(statuses.get(a) is ToolCallStatus.FAILED for a in memory.source_artifact_ids))
     ]

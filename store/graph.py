@@ -33,7 +33,7 @@ from store.tool_memories import (
     get_tool_memory,
     insert_tool_memory,
     mark_memory_resolution,
-    related_live_memories,
+    related_memories,
     set_superseded,
 )
 from store.user_memories import list_user_memories, put_user_memory
@@ -110,7 +110,7 @@ __all__ = [
     "put_user_memory",
     "read_artifact_payload",
     "record_tool_call",
-    "related_live_memories",
+    "related_memories",
     "reparent_branch",
     "save_context_assembly",
     "set_superseded",

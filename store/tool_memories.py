@@ -110,19 +110,20 @@ they were new)."""
 
 
 @translate_errors
-async def related_live_memories(
+async def related_memories(
     session: AsyncSession,
     account_id: str,
     conversation_id: str,
     subject_key: str,
     fact_keys: Sequence[str] = (),
 ) -> tuple[list[ToolMemoryRecord], dict[str, ToolCallStatus]]:
-    """The live memories a new memory may supersede or contradict, found by subject and fact.
+    """The memories a new memory may supersede or contradict, found by subject and fact.
 
     A targeted query (``ix_tool_memories_subject`` and ``ix_tool_memories_facts``), not
-    the assembly's bounded candidate pool: every same-subject memory and every memory
-    asserting one of ``fact_keys`` is found however old it is. The caller decides which
-    of them the new memory's owner can see on its lineage.
+    the assembly's bounded candidate pool: the newest :data:`RELATED_LIMIT` same-subject
+    memories, superseded or not, and the live memories asserting one of ``fact_keys``,
+    however old. The caller decides which of them the new memory's owner can see on its
+    lineage, and which are live there (:func:`policy.links.links_for`).
 
     Args:
         session: the caller's session.
@@ -132,7 +133,7 @@ async def related_live_memories(
         fact_keys: the ``entity.attribute`` keys of the new memory's facts.
 
     Returns:
-        ``(memories, statuses)``: the live memories in ``seq`` order, and the status of
+        ``(memories, statuses)``: the memories in ``seq`` order, and the status of
         every artifact they cite (a failure supersedes only memories of failures).
     """
     # Same-subject memories whether or not something superseded them: ``superseded_by`` names one

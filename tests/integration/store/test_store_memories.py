@@ -60,7 +60,7 @@ async def test_memory_resolution(world: World) -> None:
     assert (marked.resolution, marked.repair_attempts) == (ResolutionStatus.HASH_MISMATCH, 2)
 
 
-async def test_related_live_memories_are_found_by_subject_or_shared_fact(world: World) -> None:
+async def test_related_memories_are_found_by_subject_or_shared_fact(world: World) -> None:
     tag = world.account_id
     same_subject = memory(world, f"s1-{tag}", subject_key=f"crm:{tag}")
     replaced = memory(world, f"s0-{tag}", subject_key=f"crm:{tag}")
@@ -71,15 +71,17 @@ async def test_related_live_memories_are_found_by_subject_or_shared_fact(world: 
         for record in (replaced, same_subject, shares_a_fact, unrelated):
             await graph.insert_tool_memory(s, world.account_id, world.conversation_id, record)
         await graph.set_superseded(s, world.account_id, replaced.id, same_subject.id)
-        found, statuses = await graph.related_live_memories(
+        found, statuses = await graph.related_memories(
             s, world.account_id, world.conversation_id, f"crm:{tag}", (f"C-{tag}.email", "Z.unknown"))
-        by_subject_only, _ = await graph.related_live_memories(s, world.account_id, world.conversation_id,
+        by_subject_only, _ = await graph.related_memories(s, world.account_id, world.conversation_id,
                                                                f"crm:{tag}")
-        other_account, _ = await graph.related_live_memories(s, "another-account", world.conversation_id,
+        other_account, _ = await graph.related_memories(s, "another-account", world.conversation_id,
                                                              f"crm:{tag}", (f"C-{tag}.email",))
-    # Superseded memories are not live; a memory sharing no subject and no fact key is not related.
-    assert [m.id for m in found] == [same_subject.id, shares_a_fact.id]
-    assert [m.id for m in by_subject_only] == [same_subject.id]
+    # A superseded memory of the subject is returned: whether it is live depends on the lineage (the
+    # replacement may be on a sibling branch), which the caller knows. A memory sharing only a fact counts
+    # while it is live everywhere; one sharing no subject and no fact key is not related.
+    assert [m.id for m in found] == [replaced.id, same_subject.id, shares_a_fact.id]
+    assert [m.id for m in by_subject_only] == [replaced.id, same_subject.id]
     assert other_account == [] and statuses == {}
 
 
@@ -101,7 +103,7 @@ async def test_a_memory_record_takes_its_graph_fields_from_the_artifact(world: W
         )
         record = memory_record(draft, artifact, memory_id=f"dm-{world.account_id}")
         stored = await graph.insert_tool_memory(s, world.account_id, world.conversation_id, record)
-        related, statuses = await graph.related_live_memories(s, world.account_id, world.conversation_id,
+        related, statuses = await graph.related_memories(s, world.account_id, world.conversation_id,
                                                               draft.subject_key)
     assert stored.source_artifact_ids == (artifact.id,)
     assert (stored.branch_id, stored.owner_participant_id, stored.privacy) == (
