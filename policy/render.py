@@ -41,7 +41,7 @@ from policy.selection import Item, Selection
 from policy.tokens import TokenCounter, count_messages
 from policy.validate import require_valid
 
-ASSEMBLER_VERSION = "dossier-assembler/2"
+ASSEMBLER_VERSION = "dossier-assembler/3"
 """Recorded on every ContextAssemblyRecord; bump it when the same inputs would assemble differently."""
 
 
