@@ -483,6 +483,11 @@ WITHHELD_MODE = "(withheld)"
 (``own result as a native tool message (withheld)``): the call's arguments reached the model, its result did not."""
 
 
+NOT_RENDERED_KINDS = frozenset({"restore"})
+"""Decisions a caller adds that render nothing themselves (a checkpoint restore: the checkpoint is shown
+only if admission kept it, and then it is among the selected refs)."""
+
+
 @dataclass(frozen=True)
 class ContextSources:
     """The graph records one model call's context was built from, as ``<type>:<id>`` refs."""
@@ -513,7 +518,7 @@ def context_sources(
     shown |= {ref.split("#", 1)[0] for ref in rehydrated_refs}
     withheld: set[str] = set()
     for decision in decisions:
-        if decision.outcome not in SHOWN_OUTCOMES:
+        if decision.outcome not in SHOWN_OUTCOMES or decision.kind in NOT_RENDERED_KINDS:
             continue
         if decision.kind == "appended" and decision.subject_ref.startswith("tool_call:") \
                 and decision.reason.endswith(WITHHELD_MODE):

@@ -40,7 +40,8 @@ def test_context_sources_reads_refs_rehydration_and_appended_results() -> None:
         (_decision("tool_call:t1", "own result as a native tool message (raw)", outcome="rehydrated"),
          _decision("tool_call:t2", "own result as a native tool message (withheld)"),
          _decision("memory:m9", "stale", kind="freshness", outcome="omitted"),
-         _decision("route:x", "unknown route", kind="route", outcome="denied")),
+         _decision("route:x", "unknown route", kind="route", outcome="denied"),
+         _decision("checkpoint:k1", "restores from a checkpoint", kind="restore", outcome="protected")),
     )
     assert sources == ContextSources(shown=frozenset({"memory:m1", "message:u1", "artifact:a1", "tool_call:t1"}),
                                      arguments_only=frozenset({"tool_call:t2"}))
