@@ -33,13 +33,13 @@ from dossier.settings import Settings
 from activities.ingest import memory_id_for
 from activities.tools.registry import default_registry
 from policy.derive import subject_key
-from policy.enums import ToolCallStatus
+from policy.enums import MessageRole, ToolCallStatus
 from policy.records import canonical_json
 from store import checkpoints, conversations, messages
 from store import tools as tool_store
 from store.assemblies import get_context_assembly, list_context_assemblies
 from store.tool_memories import get_tool_memory
-from store.models import ToolArtifact, ToolCall
+from store.models import Message, ToolArtifact, ToolCall
 from dossier.runtime import build_worker
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -82,6 +82,45 @@ async def _assembly_text(client: DossierClient, model_run_id: str) -> str:
                      for message in await _assembly_messages(client, model_run_id))
 
 
+async def _private_markers(client: DossierClient, tool_call_ids: tuple[str, ...]) -> dict[str, str]:
+    """What a leak of these tool calls would put in another context: each record's citation prefix.
+
+    A context names a tool call, its captured result and the memory derived from it by id: the
+    native ``tool_calls`` id (``call_<call row id>``) and the ``[t:…]``, ``[a:…]``, ``[m:…]``
+    citations, whose short form is at least the first 8 hex digits of the id. Those digits are
+    unique to the records, unlike the results' text (two models running the same script read the
+    same CSV). Returns ``{marker: record}``.
+    """
+    async with client.deps.sessions() as session:
+        artifact_ids = (await session.execute(
+            select(ToolArtifact.id).where(ToolArtifact.account_id == client.account_id,
+                                          ToolArtifact.tool_call_id.in_(tool_call_ids)))).scalars().all()
+    records = {**{f"tool_call:{i}": i for i in tool_call_ids}, **{f"artifact:{i}": i for i in artifact_ids},
+               **{f"memory:{memory_id_for(i)}": memory_id_for(i) for i in artifact_ids}}
+    assert artifact_ids, "no captured results to look for"
+    return {record_id.replace("-", "")[:8]: ref for ref, record_id in records.items()}
+
+
+async def _leaked(
+    client: DossierClient, markers: dict[str, str], run_id: str, author_runs: tuple[str, ...]
+) -> list[str]:
+    """The records among ``markers`` that the context of ``run_id`` names outside the author's transcript.
+
+    The author's transcript messages (written by ``author_runs``) are shared on purpose and may cite the
+    author's own results by id (``[t:…]``); they are cut out first, so what is left can only name the
+    records through the author's private tool state.
+    """
+    text = await _assembly_text(client, run_id)
+    async with client.deps.sessions() as session:
+        shared = (await session.execute(
+            select(Message.content).where(Message.account_id == client.account_id,
+                                          Message.model_run_id.in_(author_runs)))).scalars().all()
+    for content in sorted(shared, key=len, reverse=True):
+        if content:
+            text = text.replace(content, "")
+    return sorted(ref for marker, ref in markers.items() if marker in text)
+
+
 async def _history_bytes(env: WorkflowEnvironment, workflow_id: str) -> tuple[int, bytes]:
     history = await env.client.get_workflow_handle(workflow_id).fetch_history()
     raw = history.to_json().encode()
@@ -113,16 +152,36 @@ async def test_chat_turn_runs_a_multi_step_tool_loop_with_ids_only_history(
     assert size < 200_000
 
 
+async def _message_count(client: DossierClient, conversation_id: str) -> int:
+    async with client.deps.sessions() as session:
+        return (await session.execute(select(func.count()).select_from(Message).where(
+            Message.account_id == client.account_id, Message.conversation_id == conversation_id))).scalar_one()
+
+
 async def test_the_history_of_a_turn_does_not_grow_with_the_conversation(
     dossier: DossierClient, temporal_env: WorkflowEnvironment
 ) -> None:
-    first = await dossier.chat("Which region drove Q3 2026 revenue? Write me a short report.")
-    sizes = []
-    for _ in range(3):
-        later = await dossier.chat("Which region drove Q3 2026 revenue? Write me a short report.",
-                                   conversation_id=first.conversation_id)
-        sizes.append((await _history_bytes(temporal_env, later.workflow_id))[0])
-    assert max(sizes) - min(sizes) < 0.2 * min(sizes)
+    question = "Which region drove Q3 2026 revenue? Write me a short report."
+    first = await dossier.chat(question)  # the tool loop: several model calls, a larger history
+    # The same turn (the same question, answered from what the conversation already holds) on the 7th
+    # message and on the 100th: the history carries ids, never the transcript, so both are the same size.
+    early = await dossier.chat(question, conversation_id=first.conversation_id)
+    assert await _message_count(dossier, first.conversation_id) == 8
+    answer = await dossier.message_text(early.result.message_id)
+    async with dossier.deps.sessions() as session, session.begin():
+        for n in range(99 - 8):  # 45 more exchanges and one more question: the next turn's message is the 100th
+            author = {} if n % 2 == 0 else {"author_participant_id": early.participant_id}
+            await messages.append_message(session, dossier.account_id, first.conversation_id, first.branch_id,
+                                          role=MessageRole.USER if n % 2 == 0 else MessageRole.ASSISTANT,
+                                          content=question if n % 2 == 0 else answer or "", **author)
+    assert await _message_count(dossier, first.conversation_id) == 99
+    late = await dossier.chat(question, conversation_id=first.conversation_id)  # its message is the 100th
+    assert late.result.status == "answered"
+    assert len(late.result.model_run_ids) == len(early.result.model_run_ids)  # the same work
+    early_size = (await _history_bytes(temporal_env, early.workflow_id))[0]
+    late_size = (await _history_bytes(temporal_env, late.workflow_id))[0]
+    # 46 more exchanges of transcript (tens of KB) would show; ids of equal length do not.
+    assert abs(late_size - early_size) <= 0.01 * early_size, (early_size, late_size)
 
 
 async def test_a_long_tool_loop_continues_as_new_from_a_checkpoint(
@@ -228,10 +287,13 @@ async def test_multi_model_turn_keeps_each_models_tool_state_private(dossier: Do
     async with dossier.deps.sessions() as session:
         first_calls = [await tool_store.get_tool_call(session, dossier.account_id, t) for t in first.result.tool_call_ids]
     assert all(call.visibility.value == "participant_private" for call in first_calls)
-    # The second model never sees the first one's tool results (and vice versa).
-    for call in first_calls:
-        for run_id in second.result.model_run_ids:
-            assert call.call_id.split(":")[0] not in await _assembly_text(dossier, run_id)
+    # The second model never sees the first one's tool calls, results or memories (and vice versa). The
+    # markers are what such a record looks like in a context: the first model's own last call shows them.
+    for own, other in ((first, second), (second, first)):
+        markers = await _private_markers(dossier, own.result.tool_call_ids)
+        assert await _leaked(dossier, markers, own.result.model_run_ids[-1], own.result.model_run_ids)
+        for run_id in other.result.model_run_ids:
+            assert await _leaked(dossier, markers, run_id, own.result.model_run_ids) == []
     runs = await dossier.runs(first.conversation_id)
     assert {row.runtime_kind for row in runs} == {"multi_model"}
 
@@ -245,7 +307,15 @@ async def test_branch_send_runs_on_the_fork_without_sibling_state(dossier: Dossi
     assert sent.result.status == "answered"
     seen = await _assembly_text(dossier, sent.result.model_run_ids[0])
     assert "Which region drove Q3 2026 revenue?" in seen  # the fork point's lineage
-    assert "q3" not in seen.split("Tool results")[-1].lower() or "Tool results" not in seen
+    # Nothing of the sibling branch after the fork point: not its tool calls, results or memories (the
+    # markers are what the sibling's own last call shows of them), its Q3 rows, nor its answer.
+    sibling = await _private_markers(dossier, first.result.tool_call_ids)
+    assert await _leaked(dossier, sibling, first.result.model_run_ids[-1], first.result.model_run_ids)
+    for run_id in sent.result.model_run_ids:
+        assert await _leaked(dossier, sibling, run_id, ()) == []
+    raw_q3 = (ROOT / "dossier/workspace/sales/2026-q3-orders.csv").read_text().splitlines()
+    assert not any(line in seen for line in raw_q3[1:6])
+    assert first.answer not in seen
     runs = [r for r in await dossier.runs(first.conversation_id) if r.branch_id == branch]
     assert runs and {r.runtime_kind for r in runs} == {"branch_send"}
 
@@ -296,12 +366,17 @@ async def test_discussion_keeps_speaker_labels_directives_and_private_tools(doss
     second_speaker_view = await _assembly_text(dossier, turns[1].result.model_run_ids[0])
     assert "Moderator directive: Each speaker: at most 2 sentences" in second_speaker_view
     assert f"{turns[0].participant}:" in second_speaker_view  # the other panelist, labelled
-    first_tools = set(turns[0].result.tool_call_ids)
     async with dossier.deps.sessions() as session:
-        for tool_call_id in first_tools:
+        for tool_call_id in turns[0].result.tool_call_ids:
             call = await tool_store.get_tool_call(session, dossier.account_id, tool_call_id)
             assert call.visibility.value == "participant_private"
-            assert call.call_id.split(":")[0] not in second_speaker_view
+    # The first panelist's tools stay its own: none of its tool calls, results or memories reaches the
+    # second panelist (the markers are what they look like in the first panelist's own next turn).
+    markers = await _private_markers(dossier, turns[0].result.tool_call_ids)
+    first_panelist_runs = (*turns[0].result.model_run_ids, *turns[2].result.model_run_ids)
+    assert await _leaked(dossier, markers, turns[2].result.model_run_ids[0], first_panelist_runs)
+    for run_id in (*turns[1].result.model_run_ids, *turns[3].result.model_run_ids):
+        assert await _leaked(dossier, markers, run_id, first_panelist_runs) == []
 
 
 # --------------------------------------------------------------------------- schedules
