@@ -8,6 +8,10 @@ code) with `set_defaults`. Adding a command never touches this file.
 Other installed distributions add commands through the `dossier.commands`
 entry-point group (the development harness adds `dossier bench` that way), so
 the application never imports them.
+
+Every error ends the command with one line on stderr, ``dossier: error: ...``,
+and a non-zero exit code (1, or 2 for a request refused as given); ``-v``
+adds the whole message and the traceback above it.
 """
 
 from __future__ import annotations
@@ -17,7 +21,9 @@ import importlib
 import importlib.metadata
 import pkgutil
 import sys
+import traceback
 from collections.abc import Sequence
+from typing import NoReturn
 
 from pydantic import ValidationError
 
@@ -26,13 +32,21 @@ from dossier.log import configure_logging
 from dossier.services.errors import ServiceError
 
 
+class _Parser(argparse.ArgumentParser):
+    """A parser whose usage errors are one line too (subcommand parsers inherit the class)."""
+
+    def error(self, message: str) -> NoReturn:
+        """Print one line naming the command and how to get its help, then exit with code 2."""
+        self.exit(2, f"dossier: error: {self.prog}: {message} (see '{self.prog} -h')\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Build the top-level parser with every subcommand in `dossier.commands`.
 
     Returns:
         The parser.
     """
-    parser = argparse.ArgumentParser(prog="dossier", description="A durable runtime for tool-using LLM agents.")
+    parser = _Parser(prog="dossier", description="A durable runtime for tool-using LLM agents.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
     subparsers = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
     for info in sorted(pkgutil.iter_modules(dossier.commands.__path__), key=lambda m: m.name):
@@ -67,6 +81,40 @@ def _unavailable(subparsers: argparse._SubParsersAction, entry: importlib.metada
     parser.set_defaults(handler=handler)
 
 
+ERROR_LINE_MAX = 1000
+"""Longest error line printed without ``-v``; the rest is cut."""
+
+
+def error_line(error: BaseException | str) -> str:
+    """An error message as one line: its lines joined with `` | ``, cut at :data:`ERROR_LINE_MAX`.
+
+    Args:
+        error: The exception, or a message.
+
+    Returns:
+        The line, without the ``dossier: error:`` prefix.
+    """
+    text = str(error) if not isinstance(error, BaseException) or str(error) else type(error).__name__
+    line = " | ".join(part.strip() for part in text.splitlines() if part.strip())
+    if len(line) > ERROR_LINE_MAX:
+        line = line[:ERROR_LINE_MAX] + "... (-v shows the whole message)"
+    return line
+
+
+def fail(error: BaseException | str, code: int = 1) -> int:
+    """Report an error as one line on stderr.
+
+    Args:
+        error: The exception, or a message.
+        code: The exit code to return.
+
+    Returns:
+        ``code``.
+    """
+    print(f"dossier: error: {error_line(error)}", file=sys.stderr)
+    return code
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI.
 
@@ -81,8 +129,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return args.handler(args)
     except (ServiceError, ValidationError) as e:  # ValidationError: a bad env var in Settings()
-        print(f"dossier: error: {e}", file=sys.stderr)
-        return 1
+        _traceback(e, args.verbose)
+        return fail(e)
+    except KeyboardInterrupt:
+        print("dossier: interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:  # anything else is still one line, never a bare traceback
+        _traceback(e, args.verbose)
+        return fail(f"{type(e).__name__}: {error_line(e)}")
+
+
+def _traceback(error: BaseException, verbose: bool) -> None:
+    if verbose:
+        traceback.print_exception(error, file=sys.stderr)
 
 
 if __name__ == "__main__":

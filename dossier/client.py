@@ -5,6 +5,12 @@ writes what the human says (messages, answers) into the graph itself and
 starts workflows with ids only; a worker (``python worker.py``) must be
 polling the task queue for anything to run.
 
+Every method checks its input before it writes anything: text must be
+non-blank UTF-8 without NUL and within ``MESSAGE_MAX_BYTES``, ids must be
+UUIDs, a fork point must be on the branch's lineage, a deferred answer must be
+what its tool expects. A refusal is an :class:`InvalidInputError` and leaves
+the graph as it was.
+
     async with DossierClient.connect(Settings()) as dossier:
         outcome = await dossier.chat("Summarise Q3 revenue by region")
         print(outcome.answer)
@@ -13,13 +19,16 @@ polling the task queue for anything to run.
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any
 
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import async_sessionmaker
 from temporalio.client import (
     Client,
     Schedule,
@@ -28,9 +37,10 @@ from temporalio.client import (
     ScheduleIntervalSpec,
     ScheduleSpec,
     ScheduleState,
+    WorkflowExecutionStatus,
     WorkflowHandle,
 )
-from temporalio.service import RPCError
+from temporalio.service import RPCError, RPCStatusCode
 
 from activities.ingest import ToolOutcome, ingest_tool_result
 from activities.deps import GraphDeps
@@ -60,7 +70,8 @@ from policy.enums import MessageRole, RuntimeKind, ToolCallStatus, VisibilitySco
 from store import branches, conversations, messages
 from store import tools as tool_store
 from store.assemblies import get_context_assembly
-from store.errors import NotFoundError
+from store.errors import InvalidForkPointError, NotFoundError
+from store.models import ToolCall
 
 Progress = Callable[[str], None]
 """Called with a one-line progress report while a long wait goes on."""
@@ -71,6 +82,21 @@ ACCOUNT_FILE = "account-id"
 
 class ClientError(Exception):
     """A request the client cannot carry out (unknown conversation, bad model spec...)."""
+
+
+class InvalidInputError(ClientError):
+    """Input refused before anything was written.
+
+    Blank or malformed text, a malformed id, a fork point off the branch's
+    lineage, a deferred answer of the wrong kind, a count out of range.
+    """
+
+
+class AnswerRefusedError(ClientError):
+    """A deferred call's turn could not take its answer (the workflow has ended).
+
+    Nothing was captured: the call is still deferred, as it was.
+    """
 
 
 @dataclass(frozen=True)
@@ -145,6 +171,10 @@ class DossierClient:
             return None
         return f"{self.ui_base}/namespaces/{self.settings.temporal_namespace}/workflows/{workflow_id}"
 
+    def check_text(self, text: str, what: str = "message") -> str:
+        """:func:`check_text` under this client's ``message_max_bytes``."""
+        return check_text(text, what, max_bytes=self.settings.message_max_bytes)
+
     # ------------------------------------------------------------------ graph helpers
 
     async def new_conversation(self, title: str = "") -> tuple[str, str]:
@@ -154,6 +184,8 @@ class DossierClient:
         return conversation.id, conversation.root_branch_id
 
     async def _scope(self, conversation_id: str | None, branch_id: str | None, title: str) -> Scope:
+        conversation_id = check_id(conversation_id, "conversation")
+        branch_id = check_id(branch_id, "branch")
         if conversation_id is None:
             if branch_id is not None:
                 raise ClientError("--branch needs --conversation")
@@ -218,7 +250,13 @@ class DossierClient:
     async def chat(self, text: str, *, conversation_id: str | None = None, branch_id: str | None = None,
                    model: str = "scripted:analyst", name: str | None = None, wait: bool = True,
                    runtime_kind: RuntimeKind = RuntimeKind.CHAT, progress: Progress | None = None) -> TurnOutcome:
-        """Say ``text`` and run one agent turn on it."""
+        """Say ``text`` and run one agent turn on it.
+
+        Raises:
+            InvalidInputError: bad text or ids, before anything is written.
+            ClientError: an unknown conversation or branch, a model spec no provider serves.
+        """
+        self.check_text(text)
         _check_models(model)
         scope = await self._scope(conversation_id, branch_id, text)
         participant_id = await self.participant(scope, model, name=name)
@@ -237,13 +275,24 @@ class DossierClient:
 
     async def fork(self, conversation_id: str, at_message_id: str, *, branch_id: str | None = None,
                    name: str | None = None) -> str:
-        """Fork a branch at a message; returns the new branch id."""
+        """Fork a branch at a message; returns the new branch id.
+
+        Raises:
+            InvalidInputError: a malformed id or name, or a message that is not on the lineage of the
+                branch forked from (a sibling branch's, say); nothing is written.
+            ClientError: an unknown conversation, branch or message.
+        """
+        at_message_id = check_id(at_message_id, "message")
+        if name is not None:
+            self.check_text(name, "branch name")
         scope = await self._scope(conversation_id, branch_id, "")
         try:
             async with self.deps.sessions() as session, session.begin():
                 branch = await branches.fork_branch(session, self.account_id, scope.conversation_id,
                                                     scope.branch_id, at_message_id,
                                                     name=name or f"fork at {at_message_id[:8]}")
+        except InvalidForkPointError as error:
+            raise InvalidInputError(f"{error}; fork from that message's own branch (--branch)") from error
         except NotFoundError as error:
             raise ClientError(str(error)) from error
         return branch.id
@@ -257,6 +306,9 @@ class DossierClient:
     async def multi(self, text: str, models: Sequence[str], *, conversation_id: str | None = None,
                     branch_id: str | None = None, progress: Progress | None = None) -> list[TurnOutcome]:
         """Several models answer the same message, each with its own tool state."""
+        self.check_text(text)
+        if not models:
+            raise InvalidInputError("give at least one model")
         _check_models(*models)
         scope = await self._scope(conversation_id, branch_id, text)
         names = _unique_names(models)
@@ -283,6 +335,13 @@ class DossierClient:
         Returns:
             (batch result, workflow id, the parent's resumed turn).
         """
+        self.check_text(text)
+        if not children:
+            raise InvalidInputError("give at least one subagent task")
+        for _, task in children:
+            self.check_text(task, "subagent task")
+        if not child_timeout_seconds > 0:
+            raise InvalidInputError(f"the child timeout must be positive, got {child_timeout_seconds}")
         _check_models(parent_model, *(spec for spec, _ in children))
         scope = await self._scope(conversation_id, branch_id, text)
         parent = await self.participant(scope, parent_model)
@@ -313,6 +372,13 @@ class DossierClient:
                       conversation_id: str | None = None, branch_id: str | None = None,
                       progress: Progress | None = None) -> tuple[list[TurnOutcome], str]:
         """Participants take turns on ``topic`` under a moderator directive."""
+        self.check_text(topic, "topic")
+        if directive is not None:
+            self.check_text(directive, "directive")
+        if rounds < 1:
+            raise InvalidInputError(f"--rounds must be at least 1, got {rounds}")
+        if not models:
+            raise InvalidInputError("give at least one model")
         _check_models(*models)
         scope = await self._scope(conversation_id, branch_id, topic)
         names = _unique_names(models)
@@ -335,11 +401,28 @@ class DossierClient:
         return turns, workflow_id
 
     async def answer(self, tool_call_id: str, answer: str, *, content_type: str = "application/json") -> str:
-        """Answer a deferred tool call: capture the answer as its result, then signal its turn.
+        """Answer a deferred tool call: capture the answer as its result and signal its turn, as one step.
+
+        The answer is checked first (text, and JSON when the tool's results
+        or ``content_type`` are JSON) and the turn must still be running.
+        Then capture and signal share one Postgres transaction: the call's
+        row is locked, the answer is captured in it, the turn is signalled,
+        and only then is it committed. A signal that fails (the turn ended
+        meanwhile) rolls the capture back, so the call is never marked
+        answered for a turn that cannot read it. A payload over the inline
+        limit may leave its content-addressed S3 object behind, which no row
+        refers to.
 
         Returns:
             The id of the workflow that was signalled.
+
+        Raises:
+            InvalidInputError: a malformed id, bad text, or an answer that is not the JSON the tool expects.
+            ClientError: an unknown call, a call that is not deferred or has no workflow.
+            AnswerRefusedError: the call's turn has ended; nothing was captured.
         """
+        tool_call_id = check_id(tool_call_id, "tool call")
+        self.check_text(answer, "answer")
         try:
             async with self.deps.sessions() as session:
                 call = await tool_store.get_tool_call(session, self.account_id, tool_call_id)
@@ -351,12 +434,60 @@ class DossierClient:
             raise ClientError(f"tool call {tool_call_id} is {call.status.value}, not waiting for an answer")
         if run is None or run.workflow_id is None:
             raise ClientError(f"tool call {tool_call_id} has no workflow to resume")
-        await ingest_tool_result(
-            self.deps, self.account_id, call.id,
-            ToolOutcome(status=ToolCallStatus.SUCCEEDED, result=answer.encode(), content_type=content_type),
-        )
-        await self.temporal.get_workflow_handle(run.workflow_id).signal(ANSWER_TOOL_SIGNAL, AnswerToolInput(tool_call_id=call.id))
+        if _is_json(content_type) or self.deps.catalog.spec(call.name).result_kind == "json":
+            try:
+                json.loads(answer)
+            except ValueError as error:
+                raise InvalidInputError(f"{call.name} expects a JSON answer such as '{{\"path\": \"a.csv\"}}': "
+                                        f"{error}") from None
+        handle = self.temporal.get_workflow_handle(run.workflow_id)
+        await self._check_running(handle, tool_call_id)
+        await self._capture_and_signal(handle, call.id, answer.encode(), content_type)
         return run.workflow_id
+
+    async def _check_running(self, handle: WorkflowHandle, tool_call_id: str) -> None:
+        """Refuse an answer for a turn that has ended, before anything is captured."""
+        try:
+            status = (await handle.describe()).status
+        except RPCError as error:
+            if error.status is not RPCStatusCode.NOT_FOUND:
+                raise
+            status = None
+        if status is not WorkflowExecutionStatus.RUNNING:
+            state = status.name.lower() if status is not None else "gone"
+            raise AnswerRefusedError(f"the turn {handle.id} waiting for tool call {tool_call_id} is {state}; "
+                                     "nothing was captured and the call stays deferred")
+
+    async def _capture_and_signal(self, handle: WorkflowHandle, tool_call_id: str, answer: bytes,
+                                  content_type: str) -> None:
+        """Capture the answer and signal the turn in one transaction, committed only if the signal lands."""
+        engine = self.deps.sessions.kw["bind"]
+        async with engine.connect() as connection:
+            outer = await connection.begin()
+            # Sessions on this connection join its transaction: their commits are savepoints.
+            joined = async_sessionmaker(bind=connection, expire_on_commit=False,
+                                        join_transaction_mode="create_savepoint")
+            try:
+                # Locked on the outer transaction until it ends (a savepoint's lock would go with
+                # the savepoint): a second answer waits here, then finds the call settled.
+                status = await connection.scalar(
+                    select(ToolCall.status).where(ToolCall.account_id == self.account_id,
+                                                  ToolCall.id == tool_call_id).with_for_update())
+                if status != ToolCallStatus.DEFERRED.value:
+                    raise ClientError(f"tool call {tool_call_id} was answered meanwhile")
+                await ingest_tool_result(
+                    replace(self.deps, sessions=joined), self.account_id, tool_call_id,
+                    ToolOutcome(status=ToolCallStatus.SUCCEEDED, result=answer, content_type=content_type),
+                )
+                try:
+                    await handle.signal(ANSWER_TOOL_SIGNAL, AnswerToolInput(tool_call_id=tool_call_id))
+                except RPCError as error:
+                    raise AnswerRefusedError(f"the turn {handle.id} could not take the answer ({error.message}); "
+                                             "nothing was captured and the call stays deferred") from error
+            except BaseException:
+                await outer.rollback()
+                raise
+            await outer.commit()
 
     async def wait_until_waiting(self, workflow_id: str, *, timeout: float = 120.0) -> tuple[str, ...]:
         """Block until a turn waits on deferred tool calls; returns their ids."""
@@ -423,6 +554,10 @@ class DossierClient:
                               conversation_id: str | None = None, branch_id: str | None = None,
                               paused: bool = False) -> ScheduleHandle:
         """A recurring job: every ``every``, the prompt opens a scheduled agent turn."""
+        self.check_text(prompt, "prompt")
+        if every <= timedelta(0):
+            raise InvalidInputError(f"the interval must be positive, got {every.total_seconds():g} s")
+        _check_models(model)
         scope = await self._scope(conversation_id, branch_id, f"schedule {schedule_id}")
         participant = await self.participant(scope, model)
         job = ScheduledJobInput(scope=scope, participant_id=participant, job_name=schedule_id, prompt=prompt)
@@ -487,9 +622,20 @@ class DossierClient:
     # ------------------------------------------------------------------ runs
 
     async def runs(self, conversation_id: str | None = None, *, limit: int = 200) -> list[RunRow]:
-        """Model runs with their workflow, participant and context assembly."""
+        """Model runs with their workflow, participant and context assembly.
+
+        Raises:
+            InvalidInputError: a malformed conversation id.
+            ClientError: an unknown conversation.
+        """
+        conversation_id = check_id(conversation_id, "conversation")
         rows: list[RunRow] = []
         async with self.deps.sessions() as session:
+            if conversation_id is not None:
+                try:
+                    await conversations.get_conversation(session, self.account_id, conversation_id)
+                except NotFoundError as error:
+                    raise ClientError(str(error)) from error
             runs = await messages.list_model_runs(session, self.account_id, conversation_id, limit=limit)
             names: dict[str, str] = {}
             for run in runs:
@@ -526,6 +672,63 @@ class DossierClient:
                                                 if message.role is MessageRole.ASSISTANT else "user")
             lines.append((speaker, message.content))
         return lines
+
+
+def check_text(text: str, what: str = "message", *, max_bytes: int) -> str:
+    """Refuse text the graph cannot hold or a turn cannot use, before anything is written.
+
+    Args:
+        text: the text.
+        what: what it is, for the error message (``message``, ``answer``...).
+        max_bytes: the largest size accepted, in UTF-8 bytes.
+
+    Returns:
+        ``text``, unchanged.
+
+    Raises:
+        InvalidInputError: not a string; a lone surrogate (what undecodable bytes
+            in argv become); a NUL character; empty or blank; over ``max_bytes``.
+    """
+    if not isinstance(text, str):
+        raise InvalidInputError(f"the {what} must be text, not {type(text).__name__}")
+    try:
+        size = len(text.encode("utf-8"))
+    except UnicodeEncodeError as error:
+        raise InvalidInputError(f"the {what} is not valid UTF-8 text (a bad byte at character {error.start})") from None
+    if "\x00" in text:
+        raise InvalidInputError(f"the {what} contains a NUL byte (at character {text.index(chr(0))})")
+    if not text.strip():
+        raise InvalidInputError(f"the {what} is empty or blank")
+    if size > max_bytes:
+        raise InvalidInputError(f"the {what} is {size:,} bytes, over the limit of {max_bytes:,} (MESSAGE_MAX_BYTES)")
+    return text
+
+
+def check_id(value: str | None, what: str) -> str | None:
+    """An id in its canonical form, or ``None`` for ``None``.
+
+    Args:
+        value: the id as given.
+        what: what it names, for the error message (``conversation``, ``branch``...).
+
+    Returns:
+        The lower-case hyphenated UUID.
+
+    Raises:
+        InvalidInputError: not a UUID.
+    """
+    if value is None:
+        return None
+    try:
+        return str(uuid.UUID(value))
+    except (ValueError, TypeError, AttributeError):
+        shown = repr(value) if len(str(value)) <= 60 else repr(str(value)[:60]) + "..."
+        raise InvalidInputError(f"{shown} is not a valid id (a {what} id is a UUID)") from None
+
+
+def _is_json(content_type: str) -> bool:
+    media = content_type.split(";", 1)[0].strip().lower()
+    return media == "application/json" or media.endswith("+json")
 
 
 def _check_models(*specs: str) -> None:
@@ -568,4 +771,5 @@ async def _local_account(deps: GraphDeps, settings: Settings) -> str:
     return account_id
 
 
-__all__ = ["ClientError", "DossierClient", "RunRow", "TurnOutcome", "default_name"]
+__all__ = ["AnswerRefusedError", "ClientError", "DossierClient", "InvalidInputError", "RunRow", "TurnOutcome",
+           "check_id", "check_text", "default_name"]

@@ -79,6 +79,9 @@ class Settings(BaseSettings):
     temporal_ui_port: int = Field(default=8233, ge=1, le=65535)
     """Preferred port for the embedded Temporal Web UI; a free one is used if it is taken."""
 
+    message_max_bytes: int = Field(default=4 * 1024 * 1024, ge=1)
+    """Largest message, task or deferred answer accepted, in UTF-8 bytes (default 4 MiB)."""
+
     @field_validator("dossier_home")
     @classmethod
     def _absolute_home(cls, value: Path) -> Path:

@@ -5,6 +5,10 @@ Postgres, S3 and Temporal when nothing is configured) and prints the ids a
 user needs to find the work again: conversation, branch, model runs,
 workflow and its Temporal UI link. A worker must be running
 (`dossier worker`, or `dossier services up` with the worker service).
+
+A message (or topic, or answer) given as ``-`` is read from stdin, so it may
+be longer than a command line allows; one trailing newline is dropped. Text
+and ids are checked before any service is contacted, and again by the client.
 """
 
 from __future__ import annotations
@@ -18,8 +22,12 @@ from collections.abc import Awaitable, Callable
 from temporalio.client import WorkflowFailureError
 from temporalio.service import RPCError
 
-from dossier.client import ClientError, DossierClient, TurnOutcome
+from dossier.cli import error_line, fail
+from dossier.client import ClientError, DossierClient, InvalidInputError, TurnOutcome, check_id, check_text
 from dossier.settings import Settings
+
+STDIN = "-"
+"""A text argument that means: read it from stdin."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -28,8 +36,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _scope_args(chat)
     chat.add_argument("--model", default="scripted:analyst", metavar="SPEC", help="scripted:NAME (default analyst)")
     chat.add_argument("--no-wait", action="store_true", help="start the turn and print its ids without waiting")
-    chat.add_argument("message")
-    chat.set_defaults(handler=lambda args: _run(_chat(args)))
+    chat.add_argument("message", help="what to say; '-' reads it from stdin")
+    chat.set_defaults(handler=_refusing(_chat))
 
     branch = subparsers.add_parser("branch", help="fork a branch at a message (then chat on it)")
     branch_actions = branch.add_subparsers(title="actions", metavar="ACTION", required=True)
@@ -39,14 +47,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     fork.add_argument("--at", required=True, metavar="MESSAGE_ID", help="the message the new branch continues from")
     fork.add_argument("--name", help="branch name")
     fork.add_argument("--model", default="scripted:analyst", metavar="SPEC")
-    fork.add_argument("message", nargs="?", help="send this on the new branch (runtime kind branch_send)")
-    fork.set_defaults(handler=lambda args: _run(_fork(args)))
+    fork.add_argument("message", nargs="?",
+                      help="send this on the new branch (runtime kind branch_send); '-' reads it from stdin")
+    fork.set_defaults(handler=_refusing(_fork))
 
     multi = subparsers.add_parser("multi", help="several models answer the same message, side by side")
     _scope_args(multi)
     multi.add_argument("--model", action="append", required=True, metavar="SPEC", help="repeat for each model")
-    multi.add_argument("message")
-    multi.set_defaults(handler=lambda args: _run(_multi(args)))
+    multi.add_argument("message", help="what to say; '-' reads it from stdin")
+    multi.set_defaults(handler=_refusing(_multi))
 
     subagents = subparsers.add_parser("subagents", help="delegate tasks to subagents, then resume the parent")
     _scope_args(subagents)
@@ -54,26 +63,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     subagents.add_argument("--task", action="append", required=True, metavar="SPEC=TASK",
                            help="a child: model spec and its task, e.g. 'scripted:researcher=Analyse Q3 orders'")
     subagents.add_argument("--child-timeout", type=float, default=600.0, metavar="SECONDS")
-    subagents.add_argument("message")
-    subagents.set_defaults(handler=lambda args: _run(_subagents(args)))
+    subagents.add_argument("message", help="the parent's request; '-' reads it from stdin")
+    subagents.set_defaults(handler=_refusing(_subagents))
 
     discuss = subparsers.add_parser("discuss", help="an autonomous discussion under a moderator")
     _scope_args(discuss)
     discuss.add_argument("--model", action="append", required=True, metavar="SPEC", help="repeat per panelist")
     discuss.add_argument("--rounds", type=int, default=2)
     discuss.add_argument("--directive", help="the moderator's directive, e.g. 'At most 3 sentences each.'")
-    discuss.add_argument("topic")
-    discuss.set_defaults(handler=lambda args: _run(_discuss(args)))
+    discuss.add_argument("topic", help="the question; '-' reads it from stdin")
+    discuss.set_defaults(handler=_refusing(_discuss))
 
     answer = subparsers.add_parser("answer", help="answer a deferred tool call (e.g. a file picker)")
     answer.add_argument("tool_call_id")
-    answer.add_argument("answer", help="the answer, usually JSON such as '{\"path\": \"sales/2026-q3-orders.csv\"}'")
-    answer.set_defaults(handler=lambda args: _run(_answer(args)))
+    answer.add_argument("answer", help="the answer, usually JSON such as '{\"path\": \"sales/2026-q3-orders.csv\"}'; "
+                                       "'-' reads it from stdin")
+    answer.set_defaults(handler=_refusing(_answer))
 
     runs = subparsers.add_parser("runs", help="list model runs with workflow ids and context assemblies")
     runs.add_argument("--conversation", metavar="ID")
     runs.add_argument("--json", action="store_true", help="print one JSON list")
-    runs.set_defaults(handler=lambda args: _run(_runs(args)))
+    runs.set_defaults(handler=_refusing(_runs))
 
     worker = subparsers.add_parser("worker", help="run a Temporal worker with every workflow and activity")
     worker.set_defaults(handler=_worker)
@@ -88,14 +98,39 @@ def _run(work: Awaitable[int]) -> int:
     try:
         return asyncio.run(work)
     except ClientError as error:
-        print(f"dossier: error: {error}", file=sys.stderr)
-        return 2
+        return fail(error, 2)
     except RPCError as error:  # e.g. an unknown schedule id, a workflow id already in use
-        print(f"dossier: error: temporal: {error.message}", file=sys.stderr)
-        return 2
+        return fail(f"temporal: {error_line(error.message)}", 2)
     except WorkflowFailureError as error:
-        print(f"dossier: error: the workflow failed: {_root_cause(error)}", file=sys.stderr)
-        return 1
+        return fail(f"the workflow failed: {_root_cause(error)}", 1)
+
+
+def _refusing(handler: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """The handler, with a refused input (its own checks, before any service) as a one-line error, exit 2."""
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return handler(args)
+        except ClientError as error:
+            return fail(error, 2)
+    return run
+
+
+def _text(value: str, what: str = "message") -> str:
+    """A text argument, read from stdin when it is ``-``, checked under ``MESSAGE_MAX_BYTES``.
+
+    Raises:
+        InvalidInputError: stdin is not UTF-8, or the text is refused by :func:`check_text`.
+    """
+    limit = Settings().message_max_bytes
+    if value == STDIN:
+        # Read one line ending past the limit: enough to tell "too long" without reading it all.
+        raw = sys.stdin.buffer.read(limit + 3)
+        raw = raw.removesuffix(b"\n").removesuffix(b"\r") if raw.endswith(b"\n") else raw
+        try:
+            value = raw.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise InvalidInputError(f"the {what} on stdin is not valid UTF-8 text (byte {error.start})") from None
+    return check_text(value, what, max_bytes=limit)
 
 
 def _root_cause(error: BaseException) -> str:
@@ -126,16 +161,29 @@ def _print_turn(outcome: TurnOutcome) -> None:
         print(f"temporal ui   {outcome.ui_url}")
 
 
-async def _chat(args: argparse.Namespace) -> int:
+def _scope_ids(args: argparse.Namespace) -> None:
+    args.conversation = check_id(args.conversation, "conversation")
+    args.branch = check_id(args.branch, "branch")
+
+
+def _chat(args: argparse.Namespace) -> int:
+    args.message = _text(args.message)
+    _scope_ids(args)
+
     async def work(client: DossierClient) -> int:
         outcome = await client.chat(args.message, conversation_id=args.conversation, branch_id=args.branch,
                                     model=args.model, wait=not args.no_wait, progress=_progress)
         _print_turn(outcome)
         return 0 if args.no_wait or (outcome.result and outcome.result.status == "answered") else 1
-    return await _with_client(work)
+    return _run(_with_client(work))
 
 
-async def _fork(args: argparse.Namespace) -> int:
+def _fork(args: argparse.Namespace) -> int:
+    _scope_ids(args)
+    args.at = check_id(args.at, "message")
+    if args.message is not None:
+        args.message = _text(args.message)
+
     async def work(client: DossierClient) -> int:
         branch_id = await client.fork(args.conversation, args.at, branch_id=args.branch, name=args.name)
         print(f"branch        {branch_id}")
@@ -144,10 +192,13 @@ async def _fork(args: argparse.Namespace) -> int:
                                                   branch_id=branch_id, model=args.model, progress=_progress)
             _print_turn(outcome)
         return 0
-    return await _with_client(work)
+    return _run(_with_client(work))
 
 
-async def _multi(args: argparse.Namespace) -> int:
+def _multi(args: argparse.Namespace) -> int:
+    args.message = _text(args.message)
+    _scope_ids(args)
+
     async def work(client: DossierClient) -> int:
         outcomes = await client.multi(args.message, args.model, conversation_id=args.conversation,
                                       branch_id=args.branch, progress=_progress)
@@ -156,16 +207,18 @@ async def _multi(args: argparse.Namespace) -> int:
             _print_turn(outcome)
             print()
         return 0
-    return await _with_client(work)
+    return _run(_with_client(work))
 
 
-async def _subagents(args: argparse.Namespace) -> int:
+def _subagents(args: argparse.Namespace) -> int:
+    args.message = _text(args.message)
+    _scope_ids(args)
     children = []
     for item in args.task:
         spec, sep, task = item.partition("=")
         if not sep or not task.strip():
             raise ClientError(f"--task needs SPEC=TASK, got {item!r}")
-        children.append((spec.strip(), task.strip()))
+        children.append((spec.strip(), _text(task.strip(), "subagent task")))
 
     async def work(client: DossierClient) -> int:
         result, workflow_id, resume = await client.subagents(
@@ -180,10 +233,17 @@ async def _subagents(args: argparse.Namespace) -> int:
             print("=== parent resume")
             _print_turn(resume)
         return 0
-    return await _with_client(work)
+    return _run(_with_client(work))
 
 
-async def _discuss(args: argparse.Namespace) -> int:
+def _discuss(args: argparse.Namespace) -> int:
+    args.topic = _text(args.topic, "topic")
+    if args.directive is not None:
+        args.directive = _text(args.directive, "directive")
+    if args.rounds < 1:
+        raise InvalidInputError(f"--rounds must be at least 1, got {args.rounds}")
+    _scope_ids(args)
+
     async def work(client: DossierClient) -> int:
         turns, workflow_id = await client.discuss(args.topic, args.model, rounds=args.rounds,
                                                   directive=args.directive, conversation_id=args.conversation,
@@ -194,18 +254,23 @@ async def _discuss(args: argparse.Namespace) -> int:
         print(f"conversation  {turns[0].conversation_id if turns else '-'}")
         print(f"workflow      {workflow_id}  {client.ui_url(workflow_id) or ''}")
         return 0
-    return await _with_client(work)
+    return _run(_with_client(work))
 
 
-async def _answer(args: argparse.Namespace) -> int:
+def _answer(args: argparse.Namespace) -> int:
+    args.tool_call_id = check_id(args.tool_call_id, "tool call")
+    args.answer = _text(args.answer, "answer")
+
     async def work(client: DossierClient) -> int:
         workflow_id = await client.answer(args.tool_call_id, args.answer)
         print(f"answered {args.tool_call_id}; resumed {workflow_id}")
         return 0
-    return await _with_client(work)
+    return _run(_with_client(work))
 
 
-async def _runs(args: argparse.Namespace) -> int:
+def _runs(args: argparse.Namespace) -> int:
+    args.conversation = check_id(args.conversation, "conversation")
+
     async def work(client: DossierClient) -> int:
         rows = await client.runs(args.conversation)
         if args.json:
@@ -217,7 +282,7 @@ async def _runs(args: argparse.Namespace) -> int:
                   f"{row.legacy_tokens if row.legacy_tokens is not None else '-':>6} "
                   f"{row.assembled_tokens if row.assembled_tokens is not None else '-':>7}  {row.workflow_id}")
         return 0
-    return await _with_client(work)
+    return _run(_with_client(work))
 
 
 def _worker(args: argparse.Namespace) -> int:
