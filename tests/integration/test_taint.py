@@ -10,6 +10,8 @@ it is stored, through the same steps the live runtime takes.
 
 from __future__ import annotations
 
+import random
+import re
 import uuid
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
@@ -24,11 +26,23 @@ from activities.tools.base import ToolContext
 from activities.tools.registry import default_registry
 from dossier.runtime import SAMPLE_WORKSPACE
 from harness.scenarios.runner import context_text
-from policy.enums import MessageRole, PrivacyClass, RuntimeKind, ToolCallStatus, VisibilityScope
+from sqlalchemy import text
+
+from policy.enums import (
+    PRIVACY_RANK,
+    MessageRole,
+    PrivacyClass,
+    PromotionPolicy,
+    RuntimeKind,
+    ToolCallStatus,
+    VisibilityScope,
+)
 from policy.records import GenerationBoundary, ToolMemoryRecord
 from policy.tools import ToolCatalog, ToolSpec
+from store import branches as branches_store
 from store import checkpoints, conversations, messages, skills, tool_memories, user_memories
 from store import tools as tool_store
+from store.payloads import read_artifact_payload
 from store.taint import TaintError, run_privacy
 
 pytestmark = pytest.mark.integration
@@ -320,3 +334,171 @@ async def test_checkpoints_skills_and_user_memories_take_their_sources_class(wor
 async def _run_class(world: World, run_id: str) -> PrivacyClass | None:
     async with world.deps.sessions() as session:
         return await run_privacy(session, world.account_id, run_id)
+
+
+# --------------------------------------------------------------------------- property, through the store
+
+MARK = re.compile(r"MRK\d{5}Z")
+TOOL_CLASSES = {"web.search": PrivacyClass.PUBLIC, "notes.read": PrivacyClass.USER,
+                "gmail.read": PrivacyClass.GOOGLE_DERIVED, "vault.peek": PrivacyClass.SECRET_ADJACENT}
+ROUTE_OF = {"scripted": "local", "openai": "openai", "public-only": "public-only"}
+
+
+@pytest.mark.parametrize("seed", range(12))
+async def test_generated_graphs_keep_taint_through_the_store(graph_deps: GraphDeps, seed: int) -> None:
+    """Property, on real Postgres and S3: models that copy everything they were shown into what they write.
+
+    Participants on several routes and a subagent child make tool calls of every class (and of an undeclared
+    tool) on forked branches; each call is made by a model run whose persisted assembly the store reads; some
+    fail, some write files; memories are combined with a looser declared class; the child's report is promoted;
+    checkpoints, skill states and user memories are built from records. Then (a) no context assembled for a
+    participant holds a marker its route may not receive, and (b) no stored record is looser than a marker it holds.
+    """
+    rng = random.Random(seed)
+    deps = replace(graph_deps, catalog=CATALOG)
+    origin: dict[str, PrivacyClass] = {}
+
+    def marker(privacy: PrivacyClass) -> str:
+        mark = f"MRK{len(origin) + 1:05d}Z"
+        origin[mark] = privacy
+        return mark
+
+    async with deps.sessions() as session, session.begin():
+        account = await conversations.create_account(session, name=f"taint property {seed}")
+        conversation = await conversations.create_conversation(session, account, title="p")
+        people = [await conversations.add_participant(session, account, conversation.id, name=f"A{i}",
+                                                      provider=provider, model="m")
+                  for i, provider in enumerate(rng.sample(sorted(ROUTE_OF), k=rng.randint(1, 3)))]
+        child = await conversations.add_participant(session, account, conversation.id, name="Kid", role="subagent",
+                                                    parent_participant_id=people[0].id, provider="scripted",
+                                                    model="m")
+        opening = await messages.append_message(session, account, conversation.id, conversation.root_branch_id,
+                                                role=MessageRole.USER, content=f"start {marker(PrivacyClass.USER)}")
+    branches = [conversation.root_branch_id]
+    last_message = {conversation.root_branch_id: opening.id}
+    memory_ids: list[str] = []
+    everyone = [*people, child]
+
+    def route(participant) -> str:
+        return ROUTE_OF[participant.provider]
+
+    def kind_of(participant) -> RuntimeKind:
+        return RuntimeKind.SUBAGENT_CHILD if participant.id == child.id else RuntimeKind.CHAT
+
+    async def view(participant, branch: str) -> set[str]:
+        boundary = GenerationBoundary(account_id=account, conversation_id=conversation.id, branch_id=branch,
+                                      participant_id=participant.id, runtime_kind=kind_of(participant),
+                                      provider_route=route(participant), now=T0 + timedelta(minutes=1))
+        assembled = await assemble_context(deps, boundary)
+        seen = set(MARK.findall(context_text(assembled.result.messages)))
+        allowed = deps.policy.route(route(participant)).allowed
+        leaked = sorted(m for m in seen if origin[m] not in allowed)
+        assert not leaked, f"(a) {participant.name} on {route(participant)} was shown {leaked}"
+        return seen
+
+    for step in range(rng.randint(4, 9)):
+        who = rng.choice(everyone)
+        branch = rng.choice(branches)
+        action = rng.choice(["tool", "tool", "tool", "fork", "say", "combine"])
+        if action == "fork":
+            if branch in last_message:
+                async with deps.sessions() as session, session.begin():
+                    fork = await branches_store.fork_branch(session, account, conversation.id, branch,
+                                                            last_message[branch])
+                branches.append(fork.id)
+            continue
+        if action == "say":
+            async with deps.sessions() as session, session.begin():
+                said = await messages.append_message(session, account, conversation.id, branch,
+                                                     role=MessageRole.USER,
+                                                     content=f"also {marker(PrivacyClass.USER)}")
+            last_message[branch] = said.id
+            continue
+        if action == "combine" and len(memory_ids) >= 2:
+            picks = rng.sample(memory_ids, k=2)
+            async with deps.sessions() as session, session.begin():
+                sources = [await tool_memories.get_tool_memory(session, account, m) for m in picks]
+                combined = sources[0].model_copy(update={
+                    "id": str(uuid.uuid4()), "subject_key": f"combined:{uuid.uuid4()}",
+                    "source_artifact_ids": tuple(a for s in sources for a in s.source_artifact_ids),
+                    "summary": " + ".join(s.summary for s in sources), "privacy": PrivacyClass.PUBLIC,
+                    "supersedes": (), "conflicts_with": (), "promoted_from": ()})
+                stored = await tool_memories.insert_tool_memory(session, account, conversation.id, combined)
+            memory_ids.append(stored.id)
+            continue
+        # A model run: assemble (persisted, linked to the run), copy every marker it was shown into a call.
+        run_id = str(uuid.uuid4())
+        async with deps.sessions() as session, session.begin():
+            await messages.start_model_run(session, account, conversation.id, branch, who.id,
+                                           runtime_kind=kind_of(who), model_run_id=run_id)
+        boundary = GenerationBoundary(account_id=account, conversation_id=conversation.id, branch_id=branch,
+                                      participant_id=who.id, runtime_kind=kind_of(who), provider_route=route(who),
+                                      now=T0 + timedelta(minutes=1), model_run_id=run_id)
+        assembled = await assemble_context(deps, boundary, assembly_id=str(uuid.uuid4()))
+        seen = set(MARK.findall(context_text(assembled.result.messages)))
+        assert not [m for m in seen if origin[m] not in deps.policy.route(route(who)).allowed]
+        copied = " ".join(sorted(seen))
+        name = rng.choice([*TOOL_CLASSES, "files.write", "mystery.lookup"])
+        fails = rng.random() < 0.25
+        arguments = {"name": f"f{step}.md", "content": copied or "empty"} if name == "files.write" else {"q": copied}
+        call = await begin_tool_call(deps, account, conversation.id, branch, who.id, call_id=f"{run_id}:c",
+                                     name=name, arguments=arguments, runtime_kind=kind_of(who),
+                                     model_run_id=run_id, at=T0)
+        request = {"call_id": call.call_id, "name": call.name, "arguments": arguments}
+        async with deps.sessions() as session, session.begin():
+            await messages.append_message(
+                session, account, conversation.id, branch, role=MessageRole.ASSISTANT, content="",
+                author_participant_id=who.id, model_run_id=run_id, tool_calls=(request,),
+                visibility=VisibilityScope.PARTICIPANT_PRIVATE if who.id == child.id else VisibilityScope.BRANCH)
+        if fails:
+            outcome = ToolOutcome(status=ToolCallStatus.FAILED, result=f"ValueError: bad {copied}".encode(),
+                                  content_type="text/plain")
+            await record_attempt_failure(deps, account, call.id, attempt=1, error=f"ValueError: bad {copied}",
+                                         final=True)
+        elif name == "files.write":
+            context = ToolContext(account_id=account, tool_call_id=call.id, attempt=1,
+                                  workspace=SAMPLE_WORKSPACE, artifacts=deps.artifacts, privacy=call.privacy)
+            result = await default_registry().execute("files.write", context, arguments)
+            outcome = ToolOutcome(status=ToolCallStatus.SUCCEEDED, result=result.payload,
+                                  content_type=result.content_type)
+        else:
+            data_class = TOOL_CLASSES.get(name, rng.choice(list(PrivacyClass)))
+            outcome = ToolOutcome(status=ToolCallStatus.SUCCEEDED, content_type="text/plain",
+                                  result=f"result {marker(data_class)} about {copied}".encode())
+        ingested = await ingest_tool_result(deps, account, call.id, outcome, captured_at=T0,
+                                            promotion=PromotionPolicy.ON_COMPLETION if who.id == child.id
+                                            else PromotionPolicy.NONE)
+        memory_ids.append(ingested.memory.id)
+
+    # The child's report, written from everything it was last shown; a checkpoint, skill and fact from memories.
+    seen = await view(child, conversation.root_branch_id)
+    promoted = await promote_child_results(
+        deps, account, conversation.id, conversation.root_branch_id, child_participant_id=child.id,
+        parent_participant_id=people[0].id, tool_call_ids=(), report=f"report {' '.join(sorted(seen))}",
+        outcome="succeeded", at=T0)
+    memory_ids += [m.id for m in promoted]
+    picks = rng.sample(memory_ids, k=min(2, len(memory_ids)))
+    async with deps.sessions() as session, session.begin():
+        texts = " ".join([(await tool_memories.get_tool_memory(session, account, m)).summary for m in picks])
+        await checkpoints.put_checkpoint(session, account, conversation.id, conversation.root_branch_id,
+                                         people[0].id, "tool_loop", {"notes": texts}, references=picks)
+        await skills.put_skill_state(session, account, conversation.id, conversation.root_branch_id, people[0].id,
+                                     "digest", {"notes": texts}, derived_from=picks)
+        await user_memories.put_user_memory(session, account, f"likes {texts}", derived_from=picks)
+
+    for participant in everyone:
+        for branch in branches:
+            await view(participant, branch)
+    # (b): every stored record is at least as strict as every marker it holds.
+    async with deps.sessions() as session:
+        for table in ("tool_calls", "tool_artifacts", "tool_memories", "continuation_checkpoints", "skill_states",
+                      "user_memories"):
+            rows = await session.execute(text(f"SELECT id, privacy, row_to_json(t)::text AS body FROM {table} t "
+                                              "WHERE account_id = :a"), {"a": account})
+            for row in rows:
+                body = row.body
+                if table == "tool_artifacts":
+                    body += (await read_artifact_payload(session, deps.artifacts, account, row.id)).decode()
+                for mark in set(MARK.findall(body)):
+                    assert PRIVACY_RANK[origin[mark]] <= PRIVACY_RANK[PrivacyClass(row.privacy)], (
+                        f"(b) {table} {row.id} is {row.privacy} but holds {mark} of {origin[mark].value} data")
