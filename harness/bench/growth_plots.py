@@ -21,7 +21,10 @@ def write_plots(data: dict[str, Any], directory: Path) -> list[Path]:
     for s in data["series"]:
         ax.plot(s["size"], s["assemble_p50_ms"], marker="o", label=f"assemble p50, {s['label']}")
         ax.plot(s["size"], s["assemble_p99_ms"], linestyle=":", marker=".", label=f"assemble p99, {s['label']}")
-        ax.plot(s["size"], s["replay_p50_ms"], linestyle="--", marker="x", label=f"replay p50, {s['label']}")
+        runs = s.get("replay_runs") or []
+        what = (f"median of {min(runs)}-{max(runs)} runs" if runs and min(runs) != max(runs)
+                else f"median of {runs[0]} runs" if runs else "median")
+        ax.plot(s["size"], s["replay_p50_ms"], linestyle="--", marker="x", label=f"replay ({what}), {s['label']}")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel(data["x"])

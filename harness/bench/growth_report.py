@@ -14,6 +14,11 @@ from harness.bench.growth_explain import ExplainedQuery
 from harness.bench.growth_graph import GrowthConfig
 
 
+def _join(items: Sequence[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+
 def percentile(values: Sequence[float], q: float) -> float:
     """Nearest-rank percentile (p99 of 30 samples is the maximum)."""
     ordered = sorted(values)
@@ -95,8 +100,29 @@ class GrowthReport:
                 f_rep = hi.replay["total_ms"]["p50"] / lo.replay["total_ms"]["p50"]
                 out.append({"branches": b, "participants": p, "from": low, "to": high,
                             "assemble_p50_factor": round(f_asm, 2), "end_to_end_p50_factor": round(f_e2e, 2),
-                            "replay_p50_factor": round(f_rep, 2)})
+                            "replay_p50_factor": round(f_rep, 2),
+                            "replay_runs": [lo.replay["total_ms"]["n"], hi.replay["total_ms"]["n"]]})
         return out
+
+    def replay_runs(self) -> dict[int, list[int]]:
+        """How many times replay was timed, per size (sorted, one entry per configuration)."""
+        runs: dict[int, list[int]] = {}
+        for r in self.results:
+            runs.setdefault(r.config.size, []).append(int(r.replay["total_ms"]["n"]))
+        return {size: sorted(ns) for size, ns in sorted(runs.items())}
+
+    def replay_note(self) -> str:
+        """What the replay figures are: the median of a few runs (the run itself when there is one)."""
+        groups: dict[str, list[int]] = {}
+        for size, ns in self.replay_runs().items():
+            label = str(ns[0]) if ns[0] == ns[-1] else f"{ns[0]}-{ns[-1]}"
+            groups.setdefault(label, []).append(size)
+        parts = [f"{label} {'run' if label == '1' else 'runs'} per configuration at "
+                 f"{_join([f'{s:,}' for s in sizes])} artifacts" for label, sizes in groups.items()]
+        return (f"Replay is timed far fewer times than assembly ({self.samples} samples): {'; '.join(parts)} "
+                "(a replay stops being repeated once the configuration has spent its replay time budget). Its "
+                "figures are the median of those runs, the run itself where there is one: not a p50 of "
+                f"{self.samples}, and the growth factors divide one such figure by another.")
 
     def plot_data(self) -> dict[str, Any]:
         """Series for plots: p50/p99 vs size per (branches, participants), and the stacked split."""
@@ -116,6 +142,7 @@ class GrowthReport:
                     "assemble_p99_ms": [r.assembly["assemble_ms"]["p99"] for r in rows],
                     "end_to_end_p50_ms": [r.assembly["end_to_end_ms"]["p50"] for r in rows],
                     "replay_p50_ms": [r.replay["total_ms"]["p50"] for r in rows],
+                    "replay_runs": [r.replay["total_ms"]["n"] for r in rows],
                     "split_p50_ms": {
                         key: [r.assembly[key]["p50"] for r in rows]
                         for key in ("graph_query_ms", "policy_ms", "serialise_ms")
@@ -156,9 +183,11 @@ class GrowthReport:
             "whole lineage transcript with every tool call and raw payload, build the legacy replay, count "
             "its tokens.",
             "",
+            self.replay_note(),
+            "",
             "| artifacts | branches | participants | lineage depth | setup s | assemble p50 | assemble p99 "
-            "| graph p50 | policy p50 | serialise p50 | e2e p50 | e2e p99 | replay p50 (load/build/count) "
-            "| assembled tok | replay tok |",
+            "| graph p50 | policy p50 | serialise p50 | e2e p50 | e2e p99 | replay, median of n runs "
+            "(load/build/count; n) | assembled tok | replay tok |",
             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|",
         ]
         for r in sorted(self.results, key=lambda r: (r.config.branches, r.config.participants, r.config.size)):
@@ -174,10 +203,14 @@ class GrowthReport:
             )
         factors = self.growth_factors()
         if factors:
-            lines += ["", "## Growth factor of p50, 1k → 100k artifacts", "",
-                      "| branches | participants | assemble | e2e | replay |", "|---:|---:|---:|---:|---:|"]
+            lines += ["", "## Growth factor, 1k → 100k artifacts", "",
+                      f"Assembly and e2e: p50 of {self.samples} samples at each end. Replay: the median of n runs "
+                      "at each end (n at 1k → n at 100k in brackets).", "",
+                      "| branches | participants | assemble p50 | e2e p50 | replay (runs) |",
+                      "|---:|---:|---:|---:|---:|"]
             lines += [f"| {f['branches']} | {f['participants']} | x{f['assemble_p50_factor']} "
-                      f"| x{f['end_to_end_p50_factor']} | x{f['replay_p50_factor']} |" for f in factors]
+                      f"| x{f['end_to_end_p50_factor']} | x{f['replay_p50_factor']} "
+                      f"({f['replay_runs'][0]} → {f['replay_runs'][1]}) |" for f in factors]
         explained = [r for r in self.results if r.explain]
         if explained:
             lines += ["", "## EXPLAIN (ANALYZE, BUFFERS) of the candidate queries", ""]
@@ -193,6 +226,22 @@ class GrowthReport:
                                  f"| {q.shared_hit}/{q.shared_read} |")
                 lines.append("")
         return "\n".join(lines) + "\n"
+
+    @classmethod
+    def from_json(cls, text: str) -> GrowthReport:
+        """A report back from its :meth:`to_json` (to rewrite the Markdown and plots without re-running)."""
+        data = json.loads(text)
+        results = []
+        for r in data["results"]:
+            fields = {k: v for k, v in r.items() if k not in ("config", "explain")}
+            explain = [ExplainedQuery(**{k: v for k, v in q.items() if k != "verdict"}) for q in r["explain"]]
+            results.append(ConfigResult(config=GrowthConfig(**r["config"]), explain=explain, **fields))
+        return cls(
+            results=results, sizes=tuple(data["sizes"]), branches=tuple(data["branches"]),
+            participants=tuple(data["participants"]), samples=data["samples"], started_at=data["started_at"],
+            run_seconds=data["run_seconds"], precompute_seconds=data["precompute_seconds"], limits=data["limits"],
+            notes=list(data["notes"]),
+        )
 
     def write_plots(self, directory: Path) -> list[Path]:
         """PNG plots (p50/p99 vs size; stacked split at each size), if matplotlib is installed."""
