@@ -345,6 +345,22 @@ async def test_requested_evidence_whose_object_is_missing_is_recorded_as_not_reh
     assert decision.omission is OmissionReason.RAW_MISSING
 
 
+async def test_a_same_size_forged_object_does_not_poison_a_later_identical_result(chat: Chat, s3: Minio) -> None:
+    original = json.dumps({"id": "A-5", "tier": "gold", "arr_eur": 120000}).encode()
+    _, first = await chat.call("crm.get_account", {"account_id": "A-5"}, "p1", original)
+    forged = original.replace(b"120000", b"999999")  # same size, same key, metadata copied
+    s3.put_object(chat.deps.artifacts.bucket, first.artifact.storage_key, io.BytesIO(forged), len(forged),
+                  metadata={"sha256": first.artifact.sha256})
+    _, again = await chat.call("crm.get_account", {"account_id": "A-5"}, "p2", original)
+    assert again.artifact.storage_key == first.artifact.storage_key  # content-addressed: the same object
+    async with chat.deps.sessions() as session:
+        # The identical result re-verified the object and replaced the forgery (before: both reads failed).
+        assert await read_artifact_payload(session, chat.deps.artifacts, chat.account_id, again.artifact.id) \
+            == original
+        assert await read_artifact_payload(session, chat.deps.artifacts, chat.account_id, first.artifact.id) \
+            == original
+
+
 async def test_a_missing_object_marks_the_memory_with_the_real_artifact_id(chat: Chat) -> None:
     _, ingested = await chat.call("crm.get_account", {"account_id": "A-3"}, "gone", b'{"id":"A-3"}')
     await chat.deps.artifacts.delete(chat.account_id, ingested.artifact.storage_key)
