@@ -73,7 +73,7 @@ class Figures:
             if v[name] is not None:
                 out[name] = v[name]
         # Crashes found outside the fuzz part (a hostile payload that broke a write) fail the run too.
-        for name in ("injection_crashes",):
+        for name in ("injection_crashes", "faults_orphaned_objects", "faults_dangling_calls"):
             if self.details.get(name):
                 out[name] = self.details[name]
         return {k: n for k, n in out.items() if n}
