@@ -34,9 +34,10 @@ async def _taint(figures: Figures, quick: bool) -> None:
         raise RuntimeError("harness.harden.taint has no run_taint/taint_figures/run function")
     fn = candidates[0]
     kwargs = {"quick": quick} if "quick" in inspect.signature(fn).parameters else {}
-    result = fn(**kwargs)
-    if inspect.isawaitable(result):
-        result = await result
+    if inspect.iscoroutinefunction(fn):
+        result = await fn(**kwargs)
+    else:  # a synchronous part may run its own event loop: keep it off this one
+        result = await asyncio.to_thread(fn, **kwargs)
     if isinstance(result, dict):
         cases, violations = result["taint_cases"], result["taint_violations"]
     else:
