@@ -111,8 +111,7 @@ def socket_dir(home: Path, service: str) -> Path:
     Raises:
         ServiceConfigError: If a level exists but is not a folder of this user's, or cannot be created.
     """
-    digest = hashlib.sha256(str(home.resolve()).encode()).hexdigest()[:12]
-    path = SOCKET_ROOT / f"dossier-{os.getuid()}" / f"{service}-{digest}"
+    path = _socket_path(home, service)
     for level in (path.parent, path):
         try:
             level.mkdir(mode=0o700, exist_ok=True)
@@ -122,6 +121,29 @@ def socket_dir(home: Path, service: str) -> Path:
         if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
             raise ServiceConfigError(f"{level} is not a folder owned by uid {os.getuid()}; remove it and retry")
     return path
+
+
+def remove_socket_dir(home: Path, service: str) -> None:
+    """Remove the socket folder of a stopped service (see :func:`socket_dir`), if it is there.
+
+    Args:
+        home: The service's folder under ``$DOSSIER_HOME``.
+        service: The service's name.
+    """
+    path = _socket_path(home, service)
+    try:
+        info = path.lstat()
+    except OSError:
+        return
+    if stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid():
+        for entry in path.iterdir():
+            entry.unlink(missing_ok=True)
+        path.rmdir()
+
+
+def _socket_path(home: Path, service: str) -> Path:
+    digest = hashlib.sha256(str(home.resolve()).encode()).hexdigest()[:12]
+    return SOCKET_ROOT / f"dossier-{os.getuid()}" / f"{service}-{digest}"
 
 
 def find_binary(name: str) -> Path:

@@ -38,8 +38,9 @@ from dossier.services.process import (
     ProcessRecord,
     find_binary,
     free_port_block,
-    socket_dir,
     port_is_free,
+    remove_socket_dir,
+    socket_dir,
     spawn,
     stop_recorded,
     terminate,
@@ -231,13 +232,16 @@ def stop(settings: Settings, record: dict[str, Any] | None) -> bool:
     """Stop SeaweedFS (SIGTERM, then SIGKILL).
 
     Args:
-        settings: Settings (unused).
+        settings: Settings (`dossier_home`, to find its socket folder).
         record: The record from the state file, if any.
 
     Returns:
         True if a server was running and has been stopped.
     """
-    return stop_recorded(S3Record, record)
+    stopped = stop_recorded(S3Record, record)
+    if stopped:
+        remove_socket_dir(folder(settings), NAME)
+    return stopped
 
 
 def status(settings: Settings, record: dict[str, Any] | None) -> ServiceStatus:

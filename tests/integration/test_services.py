@@ -21,6 +21,7 @@ import time
 import urllib.request
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import asyncpg
 import psutil
@@ -264,10 +265,13 @@ async def test_embedded_postgres_and_s3_serve_from_a_deep_checkout_path(deep: Se
     s3.put_object(endpoints.s3_bucket, "deep.txt", io.BytesIO(b"deep"), 4)
     # Every socket either service opened has a path the kernel accepts.
     for pid in (pids["postgres"], pids["s3"]):
-        for conn_ in psutil.Process(pid).net_connections(kind="unix"):
-            assert len(conn_.laddr or "") <= SOCKET_PATH_MAX
+        sockets = [c.laddr for c in psutil.Process(pid).net_connections(kind="unix") if c.laddr]
+        assert sockets and all(len(path) <= SOCKET_PATH_MAX for path in sockets), sockets
+        assert not any(path.startswith(str(deep.dossier_home)) for path in sockets)
     # Idempotent: a second ensure reuses both; down stops both.
     assert ensure_services(deep, ["postgres", "s3"]) == endpoints
     assert _pids(deep) == pids
     assert sorted(stop_services(deep)) == ["postgres", "s3"]
     assert _pids(deep)["postgres"] is None and _pids(deep)["s3"] is None
+    ours = [Path(path).parent for path in sockets if Path(path).name in ("filer.sock", "s3.sock")]
+    assert ours and not any(folder.exists() for folder in ours)  # the S3 socket folder goes with it
