@@ -6,7 +6,8 @@
     ├── NotFoundError              an id that does not exist in the caller's account
     ├── BranchCycleError           the branch parent chain loops back on itself
     ├── IntegrityViolation         a write would break a constraint of the graph
-    │   └── InvalidForkPointError  a fork message that is not in the parent's lineage
+    │   ├── InvalidForkPointError  a fork message that is not in the parent's lineage
+    │   └── TaintError             a derived record names a source whose privacy class is unknown
     ├── TransientStoreError        lost connection, deadlock, serialisation failure: retry
     │   └── ArtifactStoreUnavailableError   (also an ArtifactStoreError)
     └── ArtifactStoreError
@@ -71,6 +72,14 @@ class InvalidForkPointError(IntegrityViolation):
     """The fork message is not part of the parent branch's lineage."""
 
 
+class TaintError(IntegrityViolation):
+    """A derived record names a source that is not in the account, so its privacy class cannot be computed.
+
+    A derived record is never looser than its sources (:mod:`store.taint`); a source the
+    store cannot find would make that unknowable, so the write is refused.
+    """
+
+
 class TransientStoreError(StoreError):
     """A failure that a retry may not meet again.
 
@@ -130,5 +139,6 @@ __all__ = [
     "NotFoundError",
     "PayloadTooLargeError",
     "StoreError",
+    "TaintError",
     "TransientStoreError",
 ]

@@ -27,7 +27,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from policy.derive import context_privacy, context_sources
 from policy.enums import STRICTEST_PRIVACY, PrivacyClass, strictest_privacy
 from policy.records import PolicyDecisionRecord
-from store.errors import IntegrityViolation, NotFoundError
+from store.errors import NotFoundError, TaintError
 from store.models import (
     ContextAssembly,
     ContinuationCheckpoint,
@@ -39,10 +39,6 @@ from store.models import (
     ToolMemory,
     UserMemory,
 )
-
-
-class TaintError(IntegrityViolation):
-    """A derived record names a source whose privacy class cannot be found (so its own cannot be computed)."""
 
 
 _TABLES = {

@@ -17,9 +17,8 @@ from policy.enums import PrivacyClass, ResolutionStatus, ToolCallStatus, stricte
 from policy.records import ToolMemoryRecord
 from store._sql import allocate_seq, get_row, insert_once, translate_errors
 from store.convert import to_tool_memory
-from store.errors import IntegrityViolation, NotFoundError
+from store.errors import IntegrityViolation, NotFoundError, TaintError
 from store.models import ToolArtifact, ToolMemory
-from store.taint import TaintError
 
 
 @translate_errors
