@@ -73,7 +73,7 @@ def rich_world() -> tuple[CandidateSet, dict[str, bytes]]:
         memory("mem-sib", 12, branch=SIBLING, summary="sibling fact"),
         memory("mem-other", 35, owner=OTHER, visibility=VisibilityScope.PARTICIPANT_PRIVATE, summary="critic"),
         memory("mem-conv", 13, branch=SIBLING, visibility=VisibilityScope.CONVERSATION, summary="shared fact"),
-    ] + [memory(f"mem-bulk-{i}", 40 + i, summary=f"bulk fact {i} " + "x " * 20) for i in range(8)]
+    ] + [memory(f"mem-bulk-{i}", 40 + i, summary=f"bulk fact {i} " + "x " * 21) for i in range(8)]
     messages = [
         message("u-1", 1, "user", "start", branch=ROOT),
         message("a-2", 2, "assistant", "ok", branch=ROOT),
