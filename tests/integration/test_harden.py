@@ -1,0 +1,95 @@
+"""The hardening suite against real services: each part passes, and fails when a guarantee is broken on purpose.
+
+Every test starts the suite's own embedded stack in a temporary home (as
+``dossier harden`` does), so nothing here touches the session's services.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from sqlalchemy import text
+
+import policy.lines
+from harness.harden import bad_input, injection, isolation
+from harness.harden.corpus import BENIGN, payloads
+from harness.harden.report import Figures
+from harness.harden.stack import private_stack
+from store import tools as tool_store
+
+
+
+async def test_isolation_denies_and_a_gate_that_forgets_the_account_is_counted(monkeypatch: pytest.MonkeyPatch):
+    async with private_stack() as stack:
+        figures = Figures(quick=True)
+        await isolation.run_isolation(stack, figures, quick=True, cli=False)
+        attempts, denied = figures.values["isolation_attempts"], figures.values["isolation_denied"]
+        assert attempts and attempts > 50
+
+        # Deliberate break: an artifact getter that looks the id up in every account.
+        original = tool_store.get_artifact
+
+        async def leaky(session: Any, account_id: str, artifact_id: str) -> Any:
+            owner = await session.scalar(text("SELECT account_id FROM tool_artifacts WHERE id=:i"), {"i": artifact_id})
+            return await original(session, owner or account_id, artifact_id)
+
+        monkeypatch.setattr(tool_store, "get_artifact", leaky)
+        broken = Figures(quick=True)
+        await isolation.run_isolation(stack, broken, quick=True, cli=False)
+        assert broken.values["isolation_attempts"] - broken.values["isolation_denied"] > \
+            attempts - denied
+        assert any("store.get_artifact" in f["what"] for f in broken.findings)
+
+
+async def test_injection_control_is_stable_and_an_escape_that_is_removed_is_an_elevation(
+        monkeypatch: pytest.MonkeyPatch):
+    async with private_stack() as stack:
+        control = await injection.run_case(stack, BENIGN)
+        assert injection.judge(await injection.run_case(stack, BENIGN), control) == []
+        forged_section = next(p for p in payloads() if p.name == "02-plain")
+        clean = await injection.run_case(stack, forged_section)
+        assert injection.judge(clean, control) == [], injection.sample_lines(clean)
+
+        # Deliberate break: tool-derived text is no longer made single-line and citation-inert.
+        monkeypatch.setattr(policy.lines, "inert", lambda value: value)
+        broken = await injection.run_case(stack, forged_section)
+        why = injection.judge(broken, control)
+        assert why and any("forged" in reason for reason in why), why
+
+
+async def test_bad_input_counts_an_input_that_is_accepted_and_written(monkeypatch: pytest.MonkeyPatch):
+    async with private_stack(("postgres", "s3", "temporal")) as stack:
+        good = bad_input.BadInput("a valid message counted as bad on purpose", ("chat", "--no-wait", "hello"))
+        monkeypatch.setattr(bad_input, "cases", lambda conversation, message: [
+            bad_input.BadInput("unknown conversation", ("chat", "--conversation", "00000000-0000-4000-8000-"
+                                                                               "000000000000", "hi")), good])
+        figures = Figures(quick=False)
+        await bad_input.run_bad_input(stack, figures)
+        assert figures.values["bad_inputs"] == 2
+        assert figures.values["bad_inputs_unclean"] == 1
+        assert any("valid message" in f["what"] and "wrote" in f["what"] for f in figures.findings)
+        assert figures.details["chat_stdin"] == "reads the message from stdin"
+
+
+async def test_fault_accounting_counts_a_lost_object():
+    from harness.harden.faults import Harness
+
+    async with private_stack(("postgres", "s3", "temporal", "worker")) as stack:
+        harness = Harness(stack, Figures(quick=True), lambda line: None)
+        await harness.open()
+        await harness.start("analyst")  # writes a report file to S3
+        await harness.settle(timeout=300)
+        assert all(run.ok for run in harness.runs), [run.error for run in harness.runs]
+        counted = await harness.count()
+        assert counted["lost_calls"] == [] and counted["missing_objects"] == [] and counted["orphaned_objects"] == []
+        assert counted["s3_files_written"] >= 1
+
+        # Deliberate break: an object the graph references disappears from S3.
+        e = stack.endpoints
+        from dossier.services.s3 import client as s3_client
+
+        s3 = s3_client(e.s3_endpoint, e.s3_access_key, e.s3_secret_key, region=e.s3_region, secure=e.s3_secure)
+        victim = next(iter(harness._objects()))
+        s3.remove_object(e.s3_bucket, victim)
+        assert (await harness.count())["missing_objects"] == [victim]
