@@ -10,15 +10,13 @@ reads.
 from __future__ import annotations
 
 import time
-from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from activities.deps import GraphDeps
 from policy.assembler import AssemblyResult, Selection, render_context, select_context
 from policy.records import CandidateSet, GenerationBoundary, PolicyDecisionRecord
-from policy.rehydration import RAW_HASH_MISMATCH_TEXT, RAW_MISSING_TEXT, unavailable_raw_decisions
-from policy.tokens import TokenCounter
+from policy.rehydration import RAW_HASH_MISMATCH_TEXT, RAW_MISSING_TEXT
 from store.assemblies import previous_assembly, save_context_assembly
 from store.candidates import load_candidates
 from store.errors import ArtifactIntegrityError, ArtifactNotFoundError
@@ -78,25 +76,6 @@ async def read_planned_payloads(
     return raw, unavailable
 
 
-def render_read(
-    selection: Selection, raw: Mapping[str, bytes], counter: TokenCounter, unavailable: Mapping[str, str]
-) -> AssemblyResult:
-    """Render a selection with the bytes :func:`read_planned_payloads` read, and a record that says so.
-
-    A planned read that failed (missing object, sha256 mismatch) reaches the
-    model as "unavailable" (``render_context``); its decision, logged before
-    any byte was read as ``rehydrated``, is rewritten to say it was not shown
-    whole and why (:func:`policy.rehydration.unavailable_raw_decisions`), and
-    the omission is counted on the record.
-    """
-    result = render_context(selection, raw, counter, unavailable)
-    if not unavailable:
-        return result
-    decisions, added = unavailable_raw_decisions(result.decisions, selection.rehydration, unavailable)
-    omitted = dict(sorted((Counter(result.record.omitted_counts) + added).items()))
-    return replace(result, decisions=decisions, record=result.record.model_copy(update={"omitted_counts": omitted}))
-
-
 async def assemble_context(
     deps: GraphDeps,
     boundary: GenerationBoundary,
@@ -148,7 +127,7 @@ async def assemble_context(
     raw, unavailable = await read_planned_payloads(deps, boundary.account_id, selection)
 
     start = time.perf_counter()
-    result = render_read(selection, raw, deps.counter, unavailable)
+    result = render_context(selection, raw, deps.counter, unavailable)
     serialise_ms = _ms(start)
 
     timings = AssemblyTimings(graph_query_ms=graph_ms, policy_ms=policy_ms, serialise_ms=serialise_ms)

@@ -13,6 +13,7 @@ Line shapes are :mod:`policy.lines`'.
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -36,7 +37,7 @@ from policy.records import (
     RehydrationItem,
     canonical_json,
 )
-from policy.rehydration import bounded, describe, slice_payload
+from policy.rehydration import bounded, describe, slice_payload, unavailable_raw_decisions
 from policy.selection import Item, Selection
 from policy.tokens import TokenCounter, count_messages
 from policy.validate import require_valid
@@ -78,7 +79,9 @@ def render_context(
         counter: the injected token counter.
         unavailable: planned artifacts whose bytes could not be read, with the
             reason (missing object, failed integrity check); the model is told
-            the evidence is unavailable instead of being given anything else.
+            the evidence is unavailable instead of being given anything else,
+            and each one's decision says it was not shown whole, and why
+            (:func:`policy.rehydration.unavailable_raw_decisions`).
 
     Returns:
         Messages, the ContextAssembly record and every policy decision.
@@ -147,7 +150,13 @@ def render_context(
         content_sha256=digest,
         epoch=epoch,
     )
-    return AssemblyResult(messages=tuple(messages), record=record, decisions=selection.decisions)
+    decisions = selection.decisions
+    if unavailable:
+        # Selection logged planned reads as rehydrated before any byte was read: say what was shown instead.
+        decisions, added = unavailable_raw_decisions(decisions, selection.rehydration, unavailable)
+        omitted = dict(sorted((Counter(record.omitted_counts) + added).items()))
+        record = record.model_copy(update={"omitted_counts": omitted})
+    return AssemblyResult(messages=tuple(messages), record=record, decisions=decisions)
 
 
 OPENING_NOTE = "Continue from the context above."

@@ -38,19 +38,19 @@ def test_a_first_read_that_failed_its_hash_is_included_as_its_summary_not_rehydr
 
     unavailable = {artifact_id: RAW_HASH_MISMATCH_TEXT}
     result = render_context(selection, {}, counter, unavailable)
-    decisions, added = unavailable_raw_decisions(result.decisions, selection.rehydration, unavailable)
+    decisions = result.decisions  # render_context rewrites the planned read's decision itself
     [after] = [d for d in decisions if d.kind == "appended" and d.subject_ref == f"tool_call:{call.id}"]
     assert after.outcome is DecisionOutcome.INCLUDED
     assert after.omission is OmissionReason.RAW_HASH_MISMATCH
     assert RAW_HASH_MISMATCH_TEXT in after.reason and "(summary)" in after.reason
-    assert added == Counter({OmissionReason.RAW_HASH_MISMATCH.value: 1})
+    assert result.record.omitted_counts[OmissionReason.RAW_HASH_MISMATCH.value] == 1
     # What the model got says the same: no raw bytes, and why.
     tool_messages = [m.content for m in result.messages if m.tool_call_id]
     assert any(f"raw bytes unavailable: {RAW_HASH_MISMATCH_TEXT}" in (c or "") for c in tool_messages)
     assert not any("JG7FMM" in (c or "") for c in tool_messages)
     assert result.record.rehydrated_refs == ()
     # Every other decision is untouched, in the same order.
-    assert [d for d in decisions if d is not after] == [d for d in result.decisions if d is not before]
+    assert [d for d in decisions if d is not after] == [d for d in selection.decisions if d is not before]
 
 
 def test_read_bytes_leave_the_decisions_as_they_were(counter):
@@ -66,8 +66,7 @@ def test_requested_evidence_that_cannot_be_read_is_omitted_with_its_reason(count
     assert [p.artifact_id for p in selection.rehydration] == ["art-csv"]
     unavailable = {"art-csv": RAW_MISSING_TEXT}
     result = render_context(selection, {}, counter, unavailable)
-    decisions, added = unavailable_raw_decisions(result.decisions, selection.rehydration, unavailable)
-    [decision] = [d for d in decisions if d.kind == "rehydration"]
+    [decision] = [d for d in result.decisions if d.kind == "rehydration"]
     assert (decision.outcome, decision.omission) == (DecisionOutcome.OMITTED, OmissionReason.RAW_MISSING)
     assert RAW_MISSING_TEXT in decision.reason
-    assert added == Counter({OmissionReason.RAW_MISSING.value: 1})
+    assert result.record.omitted_counts[OmissionReason.RAW_MISSING.value] == 1
