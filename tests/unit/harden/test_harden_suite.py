@@ -122,3 +122,15 @@ def test_bad_input_cases_cover_every_command_that_takes_input():
     commands = {c.args[0] for c in cases("c", "m")}
     assert {"chat", "answer", "branch", "multi", "discuss", "subagents", "schedule", "runs"} <= commands
     assert any(c.stdin is not None for c in cases("c", "m"))
+
+
+def test_taint_figures_move_when_derived_records_are_made_public(monkeypatch: pytest.MonkeyPatch):
+    """The taint part (harness/harden/taint.py) as the suite calls it, with its rule broken on purpose."""
+    from harness.harden import taint
+    from policy.enums import PrivacyClass
+
+    cases, violations = taint.run_taint(cases=25)
+    assert cases == 25 and violations == 0
+    monkeypatch.setattr(taint, "context_privacy", lambda sources, classes: PrivacyClass.PUBLIC)
+    cases, violations = taint.run_taint(cases=25)
+    assert violations > 0
