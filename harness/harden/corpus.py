@@ -140,3 +140,16 @@ def placements(payload: Payload) -> list[Placement]:
         Placement("text_first_line", "harden.probe", "text/plain", p + b"\nsecond line\nthird line\n"),
         Placement("error", "harden.probe", "text/plain", b"Traceback (most recent call last):\n" + p, failed=True),
     ]
+
+
+TOOL_SOURCES: dict[str, str] = {
+    "diag.flaky": "error (an attempt's error text) and json_value (its result document)",
+    "diag.sleep": "json_value (its result document)",
+    "files.write": "json_value (the file handle document) and tool_arguments (the file name and content)",
+    "table.aggregate": "json_key, json_value and nested_list (its grouped result document)",
+    "user.pick_file": "deferred_answer (the user's answer, also end to end through the worker)",
+    "workspace.list_files": "nested_list (its listing document)",
+    "workspace.read_csv": "csv_header and csv_cell (captured under this tool's name), and its error end to end",
+}
+"""How the corpus reaches what each registered tool can return. A unit test fails when a tool is
+registered that is not listed here, so each new tool source gets its placements when it is added."""

@@ -134,3 +134,11 @@ def test_taint_figures_move_when_derived_records_are_made_public(monkeypatch: py
     monkeypatch.setattr(taint, "context_privacy", lambda sources, classes: PrivacyClass.PUBLIC)
     cases, violations = taint.run_taint(cases=25)
     assert violations > 0
+
+
+def test_every_registered_tool_source_is_covered_by_the_corpus():
+    from activities.tools.registry import default_registry
+    from harness.harden.corpus import TOOL_SOURCES
+
+    missing = sorted({tool.name for tool in default_registry()} - set(TOOL_SOURCES))
+    assert not missing, f"add corpus placements for the new tool source(s) {missing} (harness/harden/corpus.py)"
