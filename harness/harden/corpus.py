@@ -143,13 +143,15 @@ def placements(payload: Payload) -> list[Placement]:
 
 
 TOOL_SOURCES: dict[str, str] = {
-    "diag.flaky": "error (an attempt's error text) and json_value (its result document)",
-    "diag.sleep": "json_value (its result document)",
-    "files.write": "json_value (the file handle document) and tool_arguments (the file name and content)",
-    "table.aggregate": "json_key, json_value and nested_list (its grouped result document)",
-    "user.pick_file": "deferred_answer (the user's answer, also end to end through the worker)",
-    "workspace.list_files": "nested_list (its listing document)",
-    "workspace.read_csv": "csv_header and csv_cell (captured under this tool's name), and its error end to end",
+    "diag.flaky": "error: an attempt's error text (the error placement and the failed end-to-end read)",
+    "diag.sleep": "json_value: a result document",
+    "files.write": "tool_arguments: the name and content a model passes, echoed in open-call and receipt lines",
+    "table.aggregate": "json_key, json_value, nested_list: a grouped result document",
+    "user.pick_file": "deferred_answer: the user's answer (also end to end through the worker)",
+    "workspace.list_files": "nested_list: a listing document",
+    "workspace.read_csv": "csv_header, csv_cell (captured under this tool's own name) and its error end to end",
 }
-"""How the corpus reaches what each registered tool can return. A unit test fails when a tool is
-registered that is not listed here, so each new tool source gets its placements when it is added."""
+"""What each registered tool can return, and the placement that puts a payload there (the JSON and
+text placements are captured under the public ``harden.probe`` spec, the CSV ones under
+``workspace.read_csv``). A unit test fails when a tool is registered that is not listed here, so
+each new tool source gets its placements when it is added."""
