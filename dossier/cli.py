@@ -128,15 +128,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     configure_logging(verbose=args.verbose)
     try:
         return args.handler(args)
-    except (ServiceError, ValidationError) as e:  # ValidationError: a bad env var in Settings()
+    except ServiceError as e:
         _traceback(e, args.verbose)
         return fail(e)
+    except ValidationError as e:  # a bad env var in Settings()
+        _traceback(e, args.verbose)
+        return fail(_invalid(e))
     except KeyboardInterrupt:
         print("dossier: interrupted", file=sys.stderr)
         return 130
     except Exception as e:  # anything else is still one line, never a bare traceback
         _traceback(e, args.verbose)
         return fail(f"{type(e).__name__}: {error_line(e)}")
+
+
+def _invalid(error: ValidationError) -> str:
+    """A pydantic error as one short line; a setting is named by its env var."""
+    settings = error.title == "Settings"
+    problems = []
+    for item in error.errors():
+        where = ".".join(str(part) for part in item["loc"])
+        problems.append(f"{where.upper() if settings else where}: {item['msg']}")
+    return ("bad setting " if settings else f"invalid {error.title}: ") + "; ".join(problems)
 
 
 def _traceback(error: BaseException, verbose: bool) -> None:

@@ -126,6 +126,8 @@ def _text(value: str, what: str = "message") -> str:
         # Read one line ending past the limit: enough to tell "too long" without reading it all.
         raw = sys.stdin.buffer.read(limit + 3)
         raw = raw.removesuffix(b"\n").removesuffix(b"\r") if raw.endswith(b"\n") else raw
+        if len(raw) > limit:  # checked before decoding: the read may have cut a character in two
+            raise InvalidInputError(f"the {what} on stdin is over the limit of {limit:,} bytes (MESSAGE_MAX_BYTES)")
         try:
             value = raw.decode("utf-8")
         except UnicodeDecodeError as error:

@@ -203,7 +203,7 @@ async def test_a_signal_that_fails_after_the_capture_rolls_the_capture_back(
 def cli(tmp_path: Path, database_url: str, endpoints: Endpoints, s3_bucket: str, temporal_env: WorkflowEnvironment,
         graph_deps: GraphDeps):
     """Run ``dossier ARGS`` as a process on the session's services; returns the completed process."""
-    env = {
+    base = {
         **os.environ,
         "DOSSIER_HOME": str(tmp_path / ".dossier"),
         "DATABASE_URL": database_url,
@@ -216,9 +216,10 @@ def cli(tmp_path: Path, database_url: str, endpoints: Endpoints, s3_bucket: str,
         "TEMPORAL_TASK_QUEUE": f"dossier-bad-input-cli-{uuid.uuid4().hex[:8]}",  # no worker: turns stay queued
     }
 
-    def run(*args: str | bytes, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
-        return subprocess.run([sys.executable, "-m", "dossier.cli", *args], input=stdin, env=env, cwd=tmp_path,
-                              capture_output=True, timeout=120)
+    def run(*args: str | bytes, stdin: bytes = b"", env: dict[str, str] | None = None
+            ) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run([sys.executable, "-m", "dossier.cli", *args], input=stdin, env={**base, **(env or {})},
+                              cwd=tmp_path, capture_output=True, timeout=120)
 
     return run
 
@@ -250,6 +251,38 @@ async def test_every_cli_error_is_one_line_with_a_non_zero_exit_and_nothing_writ
     before = await _counts(graph_deps)
     line = _one_line_error(cli(*args, stdin=stdin))
     assert says in line
+    assert await _counts(graph_deps) == before
+
+
+UNKNOWN = str(uuid.uuid4())
+
+
+@pytest.mark.parametrize(("args", "env"), [
+    (("chat", "--model", "nonsense:model", "hi"), {}),
+    (("chat", "--model", "scripted:nope", "hi"), {}),
+    (("chat", "--model", "scripted:", "hi"), {}),
+    (("chat", "--conversation", UNKNOWN, "hi"), {}),
+    (("chat", "--branch", UNKNOWN, "hi"), {}),
+    (("answer", UNKNOWN, "{}"), {}),
+    (("answer", UNKNOWN, "{not json"), {}),
+    (("multi", "--model", "scripted:echo", "--model", "bogus:x", "hi"), {}),
+    (("discuss", "--model", "scripted:panelist", "--rounds", "two", "t"), {}),
+    (("subagents", "--task", "scripted:researcher=", "hi"), {}),
+    (("subagents", "--task", "nope:x=do it", "hi"), {}),
+    (("subagents", "--child-timeout", "-5", "--task", "scripted:researcher=x", "hi"), {}),
+    (("schedule", "create", "bad-every", "--every", "0", "p"), {}),
+    (("schedule", "create", "bad-prompt", "--every", "60", " "), {}),
+    (("schedule", "create", "bad-model", "--every", "60", "--model", "x:y", "p"), {}),
+    (("schedule", "trigger", f"nope-{UNKNOWN[:8]}"), {}),
+    (("services", "up", "mysql"), {}),
+    (("runs",), {"DATABASE_URL": "mysql://u@h/db"}),  # a bad setting is one line too
+    (("runs",), {"S3_ENDPOINT": "http://127.0.0.1:1"}),
+    (("runs",), {"MESSAGE_MAX_BYTES": "0"}),
+    (("frobnicate",), {}),
+])
+async def test_other_refused_commands_are_one_line_too(cli, graph_deps: GraphDeps, args: tuple, env: dict) -> None:
+    before = await _counts(graph_deps)
+    _one_line_error(cli(*args, env=env))
     assert await _counts(graph_deps) == before
 
 

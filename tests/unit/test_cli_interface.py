@@ -117,3 +117,10 @@ def test_an_unexpected_error_is_one_line_not_a_traceback(capsys: pytest.CaptureF
     monkeypatch.setattr("dossier.cli.build_parser", lambda: parser)
     assert main([]) == 1
     assert _one_line(capsys) == "dossier: error: RuntimeError: first line | second line"
+
+
+def test_a_bad_setting_is_one_line_naming_its_env_var(capsys: pytest.CaptureFixture[str],
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DATABASE_URL", "mysql://u@h/db")
+    assert main(["runs"]) == 1
+    assert _one_line(capsys).startswith("dossier: error: bad setting DATABASE_URL: ")
