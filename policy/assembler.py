@@ -30,7 +30,7 @@ from dataclasses import replace
 
 from policy.admission import admit_records, resolve_viewer
 from policy.budget import spend_budget
-from policy.enums import DecisionOutcome, PrivacyClass
+from policy.enums import DecisionOutcome
 from policy.epochs import (
     EPOCH_CONTINUED,
     epoch_id,
@@ -159,7 +159,7 @@ def _select(
     kept, prefix_tokens = spend_budget(policy, items, participant, prefix_budget, counter, ledger)
     rehydration, raw_denials = plan_rehydration(policy, boundary, candidates, viewer, kept, short, ledger)
     for message in events.messages:
-        denial = admit(message, PrivacyClass.USER, viewer)
+        denial = admit(message, message.privacy, viewer)
         if denial:
             ledger.deny("visibility", f"message:{message.id}", denial)
     prefix_memories = frozenset(item.ref.removeprefix("memory:") for item in kept if item.ref.startswith("memory:"))

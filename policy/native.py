@@ -34,7 +34,7 @@ from datetime import datetime
 
 from policy.compact import compact_text
 from policy.derive import decode_payload, parse_structured
-from policy.enums import MessageRole, PrivacyClass, ToolCallStatus
+from policy.enums import MessageRole, ToolCallStatus
 from policy.epochs import step_calls
 from policy.gates import Viewer, admit, check_privacy, is_stale, stale_at
 from policy.lines import RefKind, ShortIds, cite, error_excerpt, inert, memory_line, stale_marker_line
@@ -174,7 +174,7 @@ def plan_events(
     appended_memories: dict[str, str] = {}
     """Memory id -> the call whose tool message above shows its result."""
     for message in messages:
-        if admit(message, PrivacyClass.USER, viewer) is not None:
+        if admit(message, message.privacy, viewer) is not None:
             continue
         own = message.role is MessageRole.ASSISTANT and message.author_participant_id == participant.id
         if not own or not message.tool_calls:

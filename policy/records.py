@@ -131,6 +131,8 @@ class MessageRecord(Record):
     visibility: VisibilityScope = VisibilityScope.BRANCH
     """Transcript messages belong to their branch; sibling branches never see them."""
     shared_with: tuple[str, ...] = ()
+    privacy: PrivacyClass = PrivacyClass.USER
+    """A model's message is as strict as what its run was shown: it may repeat any of it."""
 
 
 # --------------------------------------------------------------------------- tool state

@@ -10,7 +10,7 @@ the reader's own words.
 
 from __future__ import annotations
 
-from policy.enums import DecisionOutcome, MessageRole, OmissionReason, PrivacyClass, RecordClass
+from policy.enums import DecisionOutcome, MessageRole, OmissionReason, RecordClass
 from policy.gates import Viewer, admit
 from policy.policy import ContextPolicy
 from policy.records import CandidateSet, ChatMessage, GenerationBoundary, MessageRecord, ParticipantRecord
@@ -50,10 +50,12 @@ def transcript_items(
     visible: list[MessageRecord] = []
     for message in by_seq(candidates.messages):
         ref = f"message:{message.id}"
-        # What the user typed is theirs to send to the model they chose.
-        denial = admit(message, PrivacyClass.USER, viewer)
+        # What the user typed is user data; a model's message is as strict as what its run was shown
+        # (the store raises it), so another participant on a stricter route does not read it.
+        denial = admit(message, message.privacy, viewer)
         if denial:
-            ledger.deny("lineage" if denial.reason is OmissionReason.OUTSIDE_LINEAGE else "visibility", ref, denial)
+            kind = {OmissionReason.OUTSIDE_LINEAGE: "lineage", OmissionReason.PRIVACY_ROUTE: "privacy"}
+            ledger.deny(kind.get(denial.reason, "visibility"), ref, denial)
             continue
         if not message.content.strip():
             ledger.decide(

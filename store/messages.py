@@ -9,13 +9,14 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from policy.enums import MessageRole, RuntimeKind, VisibilityScope
+from policy.enums import MessageRole, PrivacyClass, RuntimeKind, VisibilityScope, strictest_privacy
 from policy.records import MessageRecord, ToolCallRequest
 from store._sql import allocate_seq, get_row, insert_once, new_id, translate_errors, utcnow
 from store.convert import to_message, to_model_run
 from store.errors import IntegrityViolation, NotFoundError
 from store.models import Message, ModelRun
 from store.records import ModelRunRecord, ModelRunStatus
+from store.taint import run_privacy
 
 
 def _tool_call_json(calls: Sequence[ToolCallRequest | Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -40,6 +41,7 @@ def message_values(
     shared_with: Sequence[str] = (),
     tool_calls: Sequence[ToolCallRequest | Mapping[str, Any]] = (),
     message_id: str | None = None,
+    privacy: PrivacyClass = PrivacyClass.USER,
 ) -> dict[str, Any]:
     """A message row (without account and conversation): what :func:`append_message` and bulk writes insert.
 
@@ -57,6 +59,7 @@ def message_values(
         "model_run_id": model_run_id,
         "visibility": VisibilityScope(visibility).value,
         "shared_with": list(shared_with),
+        "privacy": PrivacyClass(privacy).value,
         "tool_calls": _tool_call_json(tool_calls),
     }
 
@@ -78,6 +81,7 @@ async def append_message(
     shared_with: Sequence[str] = (),
     tool_calls: Sequence[ToolCallRequest | Mapping[str, Any]] = (),
     message_id: str | None = None,
+    privacy: PrivacyClass = PrivacyClass.USER,
 ) -> MessageRecord:
     """Append a message to a branch, with the conversation's next ``seq``.
 
@@ -99,6 +103,9 @@ async def append_message(
         shared_with: participant ids it is explicitly shared with.
         tool_calls: tool calls the assistant made in it.
         message_id: the id to use; a fresh one when ``None``.
+        privacy: the message's class. A message written by a model run is raised
+            to what that run was shown (:func:`store.taint.run_privacy`): the
+            model may repeat any of it, so its words are as strict.
 
     Returns:
         The stored message.
@@ -112,11 +119,15 @@ async def append_message(
         )
         if existing is not None:
             return to_message(existing)
+    if model_run_id is not None:
+        shown = await run_privacy(session, account_id, model_run_id)
+        privacy = strictest_privacy([privacy, shown]) if shown is not None else privacy
     seq = await allocate_seq(session, account_id, conversation_id)
     values = message_values(
         branch_id, seq, role=role, content=content, author_participant_id=author_participant_id,
         speaker_label=speaker_label, is_directive=is_directive, model_run_id=model_run_id,
         visibility=visibility, shared_with=shared_with, tool_calls=tool_calls, message_id=message_id,
+        privacy=privacy,
     )
     message_id = values["id"]
     await insert_once(session, Message, {**values, "account_id": account_id, "conversation_id": conversation_id})

@@ -29,6 +29,7 @@ from policy.enums import STRICTEST_PRIVACY, PrivacyClass, strictest_privacy
 from policy.records import PolicyDecisionRecord
 from store.errors import NotFoundError, TaintError
 from store.models import (
+    Message,
     ContextAssembly,
     ContinuationCheckpoint,
     ModelRun,
@@ -42,6 +43,7 @@ from store.models import (
 
 
 _TABLES = {
+    "message": Message,
     "memory": ToolMemory,
     "artifact": ToolArtifact,
     "checkpoint": ContinuationCheckpoint,

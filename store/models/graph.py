@@ -19,7 +19,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
-from policy.enums import MessageRole, RuntimeKind, VisibilityScope
+from policy.enums import MessageRole, PrivacyClass, RuntimeKind, VisibilityScope
 from store.models.base import (
     LIVE_SCOPE_SQL,
     Base,
@@ -139,6 +139,7 @@ class Message(Base):
         node_fk("model_run_id", "model_runs"),
         enum_check("role", MessageRole),
         enum_check("visibility", VisibilityScope),
+        enum_check("privacy", PrivacyClass),
         Index("ix_messages_node", "account_id", "conversation_id", "branch_id", "seq"),
         Index("ix_messages_account_id_model_run_id", "account_id", "model_run_id"),
         Index(
@@ -172,6 +173,8 @@ class Message(Base):
     shared_with: Mapped[list[str]] = id_array_column()
     tool_calls: Mapped[list[Any]] = mapped_column(server_default=text("'[]'::jsonb"))
     """``[{call_id, name, arguments}]`` as the assistant wrote them."""
+    privacy: Mapped[str] = mapped_column(server_default=PrivacyClass.USER.value)
+    """A model's message is as strict as what its run was shown (``store.taint.run_privacy``)."""
     created_at: Mapped[datetime] = created_at_column()
 
 

@@ -502,3 +502,37 @@ async def test_generated_graphs_keep_taint_through_the_store(graph_deps: GraphDe
                 for mark in set(MARK.findall(body)):
                     assert PRIVACY_RANK[origin[mark]] <= PRIVACY_RANK[PrivacyClass(row.privacy)], (
                         f"(b) {table} {row.id} is {row.privacy} but holds {mark} of {origin[mark].value} data")
+
+
+# --------------------------------------------------------------------------- a model's own words
+
+
+async def test_a_models_answer_is_as_strict_as_what_its_run_was_shown(world: World) -> None:
+    """Before: every transcript message was user data, so an answer repeating a secret result reached a
+    participant on a route that may not receive it."""
+    await world.tool(world.assistant_id, "vault.peek", b"MARK-secret-77 db password")
+    run_id = await world.run(world.assistant_id)
+    async with world.deps.sessions() as session, session.begin():
+        answer = await messages.append_message(
+            session, world.account_id, world.conversation_id, world.branch_id, role=MessageRole.ASSISTANT,
+            content="The database password is MARK-secret-77.", author_participant_id=world.assistant_id,
+            model_run_id=run_id)
+        typed = await messages.append_message(session, world.account_id, world.conversation_id, world.branch_id,
+                                              role=MessageRole.USER, content="Thanks. Critic, anything to add?")
+    assert (answer.privacy, typed.privacy) == (PrivacyClass.SECRET_ADJACENT, PrivacyClass.USER)
+
+    # The critic works through OpenAI, which may not receive secret-adjacent data: the answer is withheld,
+    # the user's own words are not.
+    critic = await assemble_context(world.deps, world.boundary(world.critic_id, "openai"))
+    seen = context_text(critic.result.messages)
+    assert "MARK-secret-77" not in seen and "Critic, anything to add?" in seen
+    assert any(d.subject_ref == f"message:{answer.id}" and d.omission is not None for d in critic.result.decisions)
+    # Its author, on a route that may, reads it; so does a participant on such a route, whose own output is then
+    # as strict (the taint follows the words).
+    own = await assemble_context(world.deps, world.boundary(world.assistant_id, "local"))
+    assert "MARK-secret-77" in context_text(own.result.messages)
+    async with world.deps.sessions() as session, session.begin():
+        local_critic = await conversations.add_participant(session, world.account_id, world.conversation_id,
+                                                           name="Local critic", provider="scripted", model="m")
+    reader = await world.run(local_critic.id)
+    assert await _run_class(world, reader) is PrivacyClass.SECRET_ADJACENT

@@ -326,4 +326,6 @@ async def test_a_large_batch_is_analysed_so_the_next_tables_check_their_referenc
         plan = "\n".join((await s.execute(text("EXPLAIN EXECUTE ri_check('a', 'c', 'r')"))).scalars())
         await s.execute(text("DEALLOCATE ri_check"))
     assert after >= before + ANALYZE_AFTER_ROWS  # the rows of this uncommitted batch are counted
-    assert "uq_model_runs_account_id_conversation_id_id" in plan, plan
+    # By a key: an index scan, never a scan of the table. Which index depends on what else the session's
+    # database holds (with many small conversations, (account, conversation) looks as selective as the key).
+    assert "Seq Scan" not in plan and "Index" in plan, plan
