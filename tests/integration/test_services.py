@@ -8,6 +8,7 @@ DOSSIER_HOME and always stop them, so they never disturb the shared ones.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import logging
@@ -33,7 +34,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from temporalio.client import Client
 
 from dossier.services import Endpoints, ensure_services, services_status, stop_services
-from dossier.services.process import free_ports
+from dossier.services.process import SOCKET_PATH_MAX, SOCKET_ROOT, free_ports
 from dossier.services.s3 import client as s3_client
 from dossier.services.stack import is_external
 from dossier.settings import Settings
@@ -233,8 +234,10 @@ def test_concurrent_ensure_starts_one_server(isolated: Settings) -> None:
 # --- any checkout path ---------------------------------------------------------------------
 
 
-SOCKET_PATH_MAX = 107
-"""Longest Unix socket path Linux accepts (``sun_path`` is 108 bytes with its NUL)."""
+def socket_dir_of(home: Path) -> Path:
+    """Where :func:`socket_dir` puts the Postgres sockets of ``home``, without creating it."""
+    digest = hashlib.sha256(str(home.resolve()).encode()).hexdigest()[:12]
+    return SOCKET_ROOT / f"dossier-{os.getuid()}" / f"postgres-{digest}"
 
 
 @pytest.fixture
@@ -254,6 +257,7 @@ def deep(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Settings]:
 async def test_embedded_postgres_and_s3_serve_from_a_deep_checkout_path(deep: Settings) -> None:
     endpoints = ensure_services(deep, ["postgres", "s3"])
     pids = _pids(deep)
+    assert f"host={socket_dir_of(deep.dossier_home / 'postgres')}/" in endpoints.database_url
     conn = await asyncpg.connect(endpoints.database_url)
     try:
         assert await conn.fetchval("SELECT 1") == 1
@@ -273,5 +277,7 @@ async def test_embedded_postgres_and_s3_serve_from_a_deep_checkout_path(deep: Se
     assert _pids(deep) == pids
     assert sorted(stop_services(deep)) == ["postgres", "s3"]
     assert _pids(deep)["postgres"] is None and _pids(deep)["s3"] is None
+    # Both socket folders go with their services.
     ours = [Path(path).parent for path in sockets if Path(path).name in ("filer.sock", "s3.sock")]
-    assert ours and not any(folder.exists() for folder in ours)  # the S3 socket folder goes with it
+    assert ours and not any(folder.exists() for folder in ours)
+    assert not socket_dir_of(deep.dossier_home / "postgres").exists()
