@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.metadata
+import os
 import pkgutil
 import sys
 import traceback
@@ -137,6 +138,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("dossier: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `dossier runs | head`: the reader left, which is not an error of ours
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the exit flush cannot fail again
+        return 141
     except Exception as e:  # anything else is still one line, never a bare traceback
         _traceback(e, args.verbose)
         return fail(f"{type(e).__name__}: {error_line(e)}")

@@ -178,7 +178,13 @@ class DossierClient:
     # ------------------------------------------------------------------ graph helpers
 
     async def new_conversation(self, title: str = "") -> tuple[str, str]:
-        """A new conversation; returns (conversation id, root branch id)."""
+        """A new conversation; returns (conversation id, root branch id).
+
+        Raises:
+            InvalidInputError: a title with a NUL, undecodable or over ``MESSAGE_MAX_BYTES`` (it may be empty).
+        """
+        if title.strip():
+            self.check_text(title, "title")
         async with self.deps.sessions() as session, session.begin():
             conversation = await conversations.create_conversation(session, self.account_id, title=title)
         return conversation.id, conversation.root_branch_id
@@ -228,7 +234,12 @@ class DossierClient:
 
     async def say(self, scope: Scope, text: str, *, speaker_label: str | None = None, directive: bool = False,
                   private_to: str | None = None) -> str:
-        """Write a user (or moderator) message; returns its id."""
+        """Write a user (or moderator) message; returns its id.
+
+        Raises:
+            InvalidInputError: text refused by :func:`check_text`; nothing is written.
+        """
+        self.check_text(text)
         async with self.deps.sessions() as session, session.begin():
             message = await messages.append_message(
                 session, self.account_id, scope.conversation_id, scope.branch_id,
