@@ -446,8 +446,9 @@ async def test_generated_graphs_keep_taint_through_the_store(graph_deps: GraphDe
                                      model_run_id=run_id, at=T0)
         request = {"call_id": call.call_id, "name": call.name, "arguments": arguments}
         async with deps.sessions() as session, session.begin():
+            # The model's own words repeat everything too: other participants read them by their class.
             await messages.append_message(
-                session, account, conversation.id, branch, role=MessageRole.ASSISTANT, content="",
+                session, account, conversation.id, branch, role=MessageRole.ASSISTANT, content=f"noted {copied}",
                 author_participant_id=who.id, model_run_id=run_id, tool_calls=(request,),
                 visibility=VisibilityScope.PARTICIPANT_PRIVATE if who.id == child.id else VisibilityScope.BRANCH)
         if fails:
@@ -491,8 +492,8 @@ async def test_generated_graphs_keep_taint_through_the_store(graph_deps: GraphDe
             await view(participant, branch)
     # (b): every stored record is at least as strict as every marker it holds.
     async with deps.sessions() as session:
-        for table in ("tool_calls", "tool_artifacts", "tool_memories", "continuation_checkpoints", "skill_states",
-                      "user_memories"):
+        for table in ("messages", "tool_calls", "tool_artifacts", "tool_memories", "continuation_checkpoints",
+                      "skill_states", "user_memories"):
             rows = await session.execute(text(f"SELECT id, privacy, row_to_json(t)::text AS body FROM {table} t "
                                               "WHERE account_id = :a"), {"a": account})
             for row in rows:
