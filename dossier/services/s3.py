@@ -239,8 +239,7 @@ def stop(settings: Settings, record: dict[str, Any] | None) -> bool:
         True if a server was running and has been stopped.
     """
     stopped = stop_recorded(S3Record, record)
-    if stopped:
-        remove_socket_dir(folder(settings), NAME)
+    remove_socket_dir(folder(settings), NAME)  # also what a crashed server left behind
     return stopped
 
 
