@@ -411,7 +411,7 @@ class DossierClient:
         ]
         return turns, workflow_id
 
-    async def answer(self, tool_call_id: str, answer: str, *, content_type: str = "application/json") -> str:
+    async def answer(self, tool_call_id: str, answer: str, *, content_type: str | None = None) -> str:
         """Answer a deferred tool call: capture the answer as its result and signal its turn, as one step.
 
         The answer is checked first (text, and JSON when the tool's results
@@ -423,6 +423,12 @@ class DossierClient:
         answered for a turn that cannot read it. A payload over the inline
         limit may leave its content-addressed S3 object behind, which no row
         refers to.
+
+        Args:
+            tool_call_id: the deferred call.
+            answer: the human's answer.
+            content_type: its MIME type; by default JSON for a tool whose results are JSON
+                (``user.pick_file``), else JSON when the answer parses as JSON and plain text otherwise.
 
         Returns:
             The id of the workflow that was signalled.
@@ -445,12 +451,12 @@ class DossierClient:
             raise ClientError(f"tool call {tool_call_id} is {call.status.value}, not waiting for an answer")
         if run is None or run.workflow_id is None:
             raise ClientError(f"tool call {tool_call_id} has no workflow to resume")
-        if _is_json(content_type) or self.deps.catalog.spec(call.name).result_kind == "json":
-            try:
-                json.loads(answer)
-            except ValueError as error:
-                raise InvalidInputError(f"{call.name} expects a JSON answer such as '{{\"path\": \"a.csv\"}}': "
-                                        f"{error}") from None
+        wants_json = self.deps.catalog.spec(call.name).result_kind == "json"
+        if content_type is None:
+            content_type = "application/json" if wants_json or _parses_as_json(answer) else "text/plain; charset=utf-8"
+        if (wants_json or _is_json(content_type)) and not _parses_as_json(answer):
+            raise InvalidInputError(f"{call.name} expects a JSON answer such as '{{\"path\": \"a.csv\"}}', got "
+                                    f"{answer[:40]!r}{'...' if len(answer) > 40 else ''}")
         handle = self.temporal.get_workflow_handle(run.workflow_id)
         await self._check_running(handle, tool_call_id)
         await self._capture_and_signal(handle, call.id, answer.encode(), content_type)
@@ -735,6 +741,14 @@ def check_id(value: str | None, what: str) -> str | None:
     except (ValueError, TypeError, AttributeError):
         shown = repr(value) if len(str(value)) <= 60 else repr(str(value)[:60]) + "..."
         raise InvalidInputError(f"{shown} is not a valid id (a {what} id is a UUID)") from None
+
+
+def _parses_as_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _is_json(content_type: str) -> bool:
