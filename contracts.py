@@ -42,6 +42,7 @@ class ActivityName(StrEnum):
     CALL_MODEL = "call_model"
     EXECUTE_TOOL = "execute_tool"
     FINALIZE_TOOL_FAILURE = "finalize_tool_failure"
+    CONFIRM_ANSWER = "confirm_answer"
     PROMOTE_CHILD = "promote_child"
     WRITE_CHECKPOINT = "write_checkpoint"
     WRITE_SCHEDULED_PROMPT = "write_scheduled_prompt"

@@ -303,6 +303,22 @@ class TurnActivities:
         error = call.last_error or "the tool failed without an error text"
         return await self._capture_failure(request.account_id, call.id, error, max(call.attempts, 1))
 
+    @activity.defn(name=ActivityName.CONFIRM_ANSWER)
+    @sorted_failures
+    async def confirm_answer(self, request: ToolCallInput) -> None:
+        """The answer a turn was signalled about is in the graph (the client commits it after the signal lands).
+
+        Raises a retryable error while the call is still deferred: the answering
+        client's transaction has not committed yet (the workflow retries for a
+        while, then waits for another answer: a client that died between signal
+        and commit left nothing behind).
+        """
+        async with self.deps.sessions() as session:
+            call = await tool_store.get_tool_call(session, request.account_id, request.tool_call_id)
+        if call.status is ToolCallStatus.DEFERRED:
+            raise ApplicationError(f"the answer to tool call {call.id} is not committed yet",
+                                   type="AnswerNotCommitted")
+
     async def _capture_failure(self, account: str, tool_call_id: str, error: str, attempts: int) -> ToolStepResult:
         # A call that failed for good stays retry-critical: the model sees its error verbatim until it
         # is resolved, instead of a summary that hides what to fix.
@@ -376,7 +392,8 @@ class TurnActivities:
         """Every activity, for ``Worker(activities=...)``."""
         return [
             self.start_model_run, self.assemble_context, self.call_model, self.execute_tool,
-            self.finalize_tool_failure, self.promote_child, self.write_checkpoint, self.write_scheduled_prompt,
+            self.finalize_tool_failure, self.confirm_answer, self.promote_child, self.write_checkpoint,
+            self.write_scheduled_prompt,
         ]
 
 

@@ -420,9 +420,11 @@ class DossierClient:
         row is locked, the answer is captured in it, the turn is signalled,
         and only then is it committed. A signal that fails (the turn ended
         meanwhile) rolls the capture back, so the call is never marked
-        answered for a turn that cannot read it. A payload over the inline
-        limit may leave its content-addressed S3 object behind, which no row
-        refers to.
+        answered for a turn that cannot read it. The turn, once signalled,
+        reads on only when the answer is committed (its ``confirm_answer``
+        step retries for about a minute, then waits for another answer), so
+        it never runs ahead of the commit. A payload over the inline limit may
+        leave its content-addressed S3 object behind, which no row refers to.
 
         Args:
             tool_call_id: the deferred call.

@@ -17,6 +17,13 @@ STEP_TIMEOUT = timedelta(seconds=60)
 STEP_RETRY = RetryPolicy(initial_interval=timedelta(milliseconds=200), maximum_attempts=5)
 """Graph steps are idempotent: retry transient store errors a few times."""
 
+ANSWER_CONFIRM_RETRY = RetryPolicy(initial_interval=timedelta(milliseconds=100), backoff_coefficient=2.0,
+                                   maximum_interval=timedelta(seconds=5), maximum_attempts=20)
+"""How long a turn waits for a signalled answer's commit (about a minute) before it waits for another answer."""
+
+ANSWER_CONFIRMED_PATCH = "answer-confirmed-in-graph"
+"""Turns recorded before the answer check replay without it (``workflow.patched``)."""
+
 TOOL_RETRY_INITIAL = timedelta(milliseconds=500)
 """First backoff of a tool's retries (doubling each time, up to the tool's ``max_attempts``)."""
 
@@ -26,4 +33,4 @@ def child_id(suffix: str) -> str:
     return f"{workflow.info().workflow_id}/{suffix}"
 
 
-__all__ = ["STEP_RETRY", "STEP_TIMEOUT", "TOOL_RETRY_INITIAL", "child_id"]
+__all__ = ["ANSWER_CONFIRMED_PATCH", "ANSWER_CONFIRM_RETRY", "STEP_RETRY", "STEP_TIMEOUT", "TOOL_RETRY_INITIAL", "child_id"]

@@ -22,7 +22,7 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError
 
-from workflows.options import STEP_RETRY, STEP_TIMEOUT, TOOL_RETRY_INITIAL
+from workflows.options import ANSWER_CONFIRM_RETRY, ANSWER_CONFIRMED_PATCH, STEP_RETRY, STEP_TIMEOUT, TOOL_RETRY_INITIAL
 
 with workflow.unsafe.imports_passed_through():
     from contracts import (
@@ -122,12 +122,27 @@ class AgentTurnWorkflow:
             start_to_close_timeout=STEP_TIMEOUT, retry_policy=STEP_RETRY, result_type=ModelStepResult,
         )
 
+    async def _answer_committed(self, call: ToolCallInput) -> bool:
+        """Whether the signalled answer reached the graph (the client commits it once the signal has landed)."""
+        try:
+            await workflow.execute_activity(ActivityName.CONFIRM_ANSWER, call, start_to_close_timeout=STEP_TIMEOUT,
+                                            retry_policy=ANSWER_CONFIRM_RETRY)
+        except ActivityError:
+            workflow.logger.warning("the answer to tool call %s was signalled but never committed", call.tool_call_id)
+            return False
+        return True
+
     async def _run_tool(self, turn: TurnInput, tool: ToolStepInput) -> ToolStepResult | None:
         call = ToolCallInput(account_id=turn.scope.account_id, tool_call_id=tool.tool_call_id)
         if tool.deferred:
             # Durable wait: days are fine, the worker holds nothing while it waits.
             self._waiting.add(tool.tool_call_id)
-            await workflow.wait_condition(lambda: tool.tool_call_id in self._answered)
+            while True:
+                await workflow.wait_condition(lambda: tool.tool_call_id in self._answered)
+                if not workflow.patched(ANSWER_CONFIRMED_PATCH) or await self._answer_committed(call):
+                    break
+                # The answering client signalled but never committed (it died in between): wait again.
+                self._answered.discard(tool.tool_call_id)
             self._waiting.discard(tool.tool_call_id)
             return None
         try:

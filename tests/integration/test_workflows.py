@@ -25,12 +25,12 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.testing import WorkflowEnvironment
 
 from activities.deps import GraphDeps
-from contracts import Scope, TurnInput, TurnResult, WorkflowName
+from contracts import ANSWER_TOOL_SIGNAL, AnswerToolInput, Scope, TurnInput, TurnResult, WorkflowName
 from dossier.client import DossierClient
 from dossier.services.models import Endpoints
 from dossier.services.worker import worker_environment
 from dossier.settings import Settings
-from activities.ingest import memory_id_for
+from activities.ingest import ToolOutcome, ingest_tool_result, memory_id_for
 from activities.tools.registry import default_registry
 from policy.derive import subject_key
 from policy.enums import MessageRole, ToolCallStatus
@@ -275,6 +275,27 @@ async def test_a_deferred_answer_is_derived_under_the_registered_tool_spec(dossi
     assert memory.subject_key == subject_key(spec, dict(call.arguments))
     assert memory.subject_key == f"user.pick_file:{canonical_json({'prompt': call.arguments['prompt']})}"
     assert (artifact.tool_version, memory.freshness) == (spec.version, spec.freshness)
+
+
+async def test_a_turn_resumes_on_the_committed_answer_not_on_the_signal(dossier: DossierClient) -> None:
+    """The client signals first and commits the captured answer after: the turn waits for the commit.
+
+    Here the answer is committed a second after the signal (a slow commit); before, the next model call
+    ran at once and saw the call still deferred.
+    """
+    pending = await dossier.chat("I want to review one of the sales files; let me pick it.",
+                                 model="scripted:picker", wait=False)
+    (tool_call_id,) = await dossier.wait_until_waiting(pending.workflow_id)
+    handle = dossier.temporal.get_workflow_handle(pending.workflow_id)
+    await handle.signal(ANSWER_TOOL_SIGNAL, AnswerToolInput(tool_call_id=tool_call_id))
+    await asyncio.sleep(1.0)
+    await ingest_tool_result(dossier.deps, dossier.account_id, tool_call_id, ToolOutcome(
+        status=ToolCallStatus.SUCCEEDED, result=json.dumps({"path": "sales/2026-q2-orders.csv"}).encode(),
+        content_type="application/json"))
+    done = await dossier.wait_turn(pending)
+    assert done.result.status == "answered"
+    seen = await _assembly_text(dossier, done.result.model_run_ids[1])
+    assert "sales/2026-q2-orders.csv" in seen and "the call is deferred" not in seen
 
 
 # --------------------------------------------------------------------------- multi-model, branch send
