@@ -15,6 +15,7 @@ violation, elevation, loss, duplicate, crash or unclean bad input was found;
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -41,7 +42,17 @@ def _harden(args: argparse.Namespace) -> int:
     if unknown:
         print(f"dossier: error: unknown part(s) {unknown}; known: {', '.join(PARTS)}", file=sys.stderr)
         return 2
-    figures = run(args.quick, parts, progress=lambda line: print(line, file=sys.stderr, flush=True))
+    # Libraries (the Temporal core's Rust logger among them) may write to fd 1 while the suite runs:
+    # keep stdout for the table or the JSON alone by pointing fd 1 at stderr until the end.
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        figures = run(args.quick, parts, progress=lambda line: print(line, file=sys.stderr, flush=True))
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
     if args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)

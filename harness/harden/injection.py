@@ -70,6 +70,8 @@ KINDS = "".join(kind.value for kind in RefKind)
 _CITATION = re.compile(r"(?<!\\)\[\s*([" + KINDS + r"])\s*:\s*([^\]\s]*)\]", re.IGNORECASE)
 _BARE = re.compile(r"(?<![\w\\\[])([" + KINDS + r"]):([0-9a-fA-F]{6,})")
 _TITLES = set(SECTION_TITLES.values())
+E2E_ALWAYS = ("10-plain", "24-plain")
+"""Payloads that always run end to end: forged citations inside a value the model may quote back."""
 
 
 # --------------------------------------------------------------------------- context structure
@@ -428,6 +430,8 @@ async def run_injection(stack: Stack, figures: Figures, *, quick: bool = False,
             progress(f"harden: injection {index + 1}/{len(corpus)} payloads, {elevations} elevation(s)")
     if "temporal" in stack.services:
         sample = corpus[:: max(1, len(corpus) // (3 if quick else 12))]
+        # Forged citations in a value the model quotes back: always end to end, quick runs included.
+        sample += [p for p in payloads() if p.name in E2E_ALWAYS and p.name not in {q.name for q in sample}]
         _, e2e_elevations = await run_e2e(stack, figures, sample)
         elevations += e2e_elevations
         progress(f"harden: injection end to end: {len(sample)} payloads, {e2e_elevations} elevation(s)")
