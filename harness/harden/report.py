@@ -129,12 +129,17 @@ def format_table(figures: Figures, *, markdown: bool = False) -> str:
         verdict = ("MISSING" if value is None else "FAIL" if name in bad_names
                    else f"BELOW {minimums[name][1]:,}" if name in minimums else "ok")
         rows.append((name, PART_OF[name], shown, verdict))
+    # Failures found outside their own figure (a crash in the injection part, orphaned objects).
+    for name in ("injection_crashes", "faults_orphaned_objects", "faults_dangling_calls"):
+        if name in figures.details:
+            count = figures.details[name]
+            rows.append((f"({name})", name.split("_", 1)[0], f"{count:,}", "FAIL" if count else "ok"))
     if markdown:
         lines = ["| figure | part | value | verdict |", "|---|---|---:|---|"]
         lines += [f"| `{n}` | {p} | {v} | {verdict} |" for n, p, v, verdict in rows]
     else:
-        lines = [f"{'figure':<22} {'part':<10} {'value':>10}  verdict", "-" * 54]
-        lines += [f"{n:<22} {p:<10} {v:>10}  {verdict}" for n, p, v, verdict in rows]
+        lines = [f"{'figure':<26} {'part':<10} {'value':>10}  verdict", "-" * 58]
+        lines += [f"{n:<26} {p:<10} {v:>10}  {verdict}" for n, p, v, verdict in rows]
     tail = []
     for part, error in figures.errors.items():
         tail.append(f"part {part} did not finish: {error}")
