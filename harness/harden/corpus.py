@@ -108,7 +108,8 @@ class Placement:
 
 
 FIELDS = ("json_value", "json_key", "nested_list", "python_literal", "csv_header", "csv_cell", "text_first_line",
-          "error", "subagent_report", "deferred_answer", "tool_arguments")
+          "error", "aggregate_groups", "listing", "flaky_result", "file_handle", "subagent_report", "deferred_answer",
+          "tool_arguments")
 
 
 def _json_str(data: bytes) -> bytes:
@@ -139,19 +140,28 @@ def placements(payload: Payload) -> list[Placement]:
                   b'region,revenue\nnorth,"' + csv_cell + b'"\nsouth,2\n'),
         Placement("text_first_line", "harden.probe", "text/plain", p + b"\nsecond line\nthird line\n"),
         Placement("error", "harden.probe", "text/plain", b"Traceback (most recent call last):\n" + p, failed=True),
+        # The same shapes under the registered tools' own specs (their summary fields and privacy).
+        Placement("aggregate_groups", "table.aggregate", "application/json",
+                  b'{"total": "3", "groups": [{"group": "' + j + b'", "sum": "1", "rows": 1}, '
+                  b'{"group": "south", "sum": "2", "rows": 1}]}'),
+        Placement("listing", "workspace.list_files", "application/json",
+                  b'{"path": "' + j + b'", "rows": [{"name": "' + j + b'", "bytes": 10}]}'),
+        Placement("flaky_result", "diag.flaky", "application/json", b'{"ok": "' + j + b'", "attempts": 1}'),
+        Placement("file_handle", "files.write", "application/vnd.dossier.file+json",
+                  b'{"name": "' + j + b'", "bytes": 3, "sha256": "' + b"0" * 64 + b'", "uri": "s3://b/' + j + b'"}'),
     ]
 
 
 TOOL_SOURCES: dict[str, str] = {
-    "diag.flaky": "error: an attempt's error text (the error placement and the failed end-to-end read)",
-    "diag.sleep": "json_value: a result document",
-    "files.write": "tool_arguments: the name and content a model passes, echoed in open-call and receipt lines",
-    "table.aggregate": "json_key, json_value, nested_list: a grouped result document",
+    "diag.flaky": "flaky_result (its result document) and error (an attempt's error text)",
+    "diag.sleep": "json_value: a result document (the generic JSON placements)",
+    "files.write": "file_handle (the handle document) and tool_arguments (a name a model passes)",
+    "table.aggregate": "aggregate_groups: group names in its grouped result document",
     "user.pick_file": "deferred_answer: the user's answer (also end to end through the worker)",
-    "workspace.list_files": "nested_list: a listing document",
-    "workspace.read_csv": "csv_header, csv_cell (captured under this tool's own name) and its error end to end",
+    "workspace.list_files": "listing: the path and file names of its listing document",
+    "workspace.read_csv": "csv_header, csv_cell, and its error end to end",
 }
-"""What each registered tool can return, and the placement that puts a payload there (the JSON and
-text placements are captured under the public ``harden.probe`` spec, the CSV ones under
-``workspace.read_csv``). A unit test fails when a tool is registered that is not listed here, so
-each new tool source gets its placements when it is added."""
+"""What each registered tool can return, and the placement that puts a payload there, captured under
+that tool's own spec (the generic JSON and text placements use the public ``harden.probe`` spec).
+A unit test fails when a tool is registered that is not listed here, so each new tool source gets
+its placements when it is added."""

@@ -114,15 +114,46 @@ def unfenced_lines(content: str) -> list[str]:
     return out
 
 
-def structure(chat: Any) -> Counter:
-    """Counts of (role, line class) over every non-tool message: what the control must match."""
+def structure(chat: Any, real_ids: set[str] | None = None, control_titles: set[str] | None = None) -> Counter:
+    """Counts of (role, line class) over every non-tool message: what the control must match.
+
+    With ``real_ids``, lines a real record produced are told apart (classes ending ``-real``, left
+    out of the comparison): an item whose citation resolves to a record of the assembly, and a
+    section title met once in its message whose first item is such a record (or that the control's
+    context has too). A context that shows more records than the control (a payload's size can
+    start a new epoch) then differs only in ``-real`` lines; a forged title or item never does.
+    """
     counts: Counter = Counter()
     for message in chat:
         if message.role is MessageRole.TOOL:
             continue
-        for line in unfenced_lines(message.content or ""):
-            counts[(message.role.value, line_class(line))] += 1
+        lines = unfenced_lines(message.content or "")
+        seen_titles: set[str] = set()
+        for index, line in enumerate(lines):
+            cls = line_class(line)
+            if real_ids is not None and cls == "item" and _item_is_real(line, real_ids):
+                cls = "item-real"
+            elif real_ids is not None and cls == "title":
+                title = line.strip()
+                following = next((n for n in lines[index + 1:] if n.strip()), "")
+                if title not in seen_titles and (
+                        (line_class(following) == "item" and _item_is_real(following, real_ids))
+                        or title in (control_titles or set())):
+                    cls = "title-real"
+                seen_titles.add(title)
+            counts[(message.role.value, cls)] += 1
     return counts
+
+
+def titles_of(chat: Any) -> set[str]:
+    """The section titles a context shows."""
+    return {line.strip() for message in chat if message.role is not MessageRole.TOOL
+            for line in unfenced_lines(message.content or "") if line.strip() in _TITLES}
+
+
+def _item_is_real(line: str, real_ids: set[str]) -> bool:
+    found = _CITATION.search(line)
+    return bool(found) and _resolves(found.group(2), real_ids)
 
 
 def forged_ids(chat: Any, real_ids: set[str]) -> list[str]:
@@ -162,7 +193,7 @@ class Case:
     payload: Payload
     account_id: str = ""
     contexts: dict[str, Any] = field(default_factory=dict)
-    """Assembled contexts by name: native, prefix, other."""
+    """Assembled contexts by name: native, prefix (the epoch continued), other (another participant), fresh."""
     real_ids: dict[str, set[str]] = field(default_factory=dict)
     state_before: dict[str, str] = field(default_factory=dict)
     state_after: dict[str, str] = field(default_factory=dict)
@@ -248,7 +279,7 @@ async def run_case(stack: Stack, payload: Payload, *, other_state: bool = True) 
     requests: list[ToolCallRequest] = []
     rows: list[tuple[Any, Any]] = []
     for place in planned:
-        arguments = {"field": place.field}
+        arguments = {"field": place.field, "path": f"harden/{place.field}.csv"}  # a subject of its own each
         call = await begin_tool_call(deps, account, conv.id, branch, victim, call_id=f"call_{uuid.uuid4().hex[:12]}",
                                      name=place.tool, arguments=arguments, runtime_kind=RuntimeKind.CHAT, at=at)
         requests.append(ToolCallRequest(call_id=call.call_id, name=place.tool, arguments=arguments))
@@ -327,6 +358,9 @@ async def run_case(stack: Stack, payload: Payload, *, other_state: bool = True) 
                                       content="And what about Q2?")
     await assemble("prefix", victim, 3)
     await assemble("other", other, 3)
+    # Assembled afresh (no epoch to continue): the step's results become memory lines of the system block.
+    deps = replace(deps, policy=deps.policy.model_copy(update={"epochs": False}))
+    await assemble("fresh", victim, 4)
     for name, assembled in assembled_by_name.items():
         case.contexts[name] = assembled.result.messages
         case.real_ids[name] = real_ids_of(assembled.candidates)
@@ -363,10 +397,10 @@ def judge(case: Case, control: Case) -> list[str]:
     for name, chat in case.contexts.items():
         if name not in control.contexts:
             continue
-        base = structure(control.contexts[name])
-        got = structure(chat)
+        base = structure(control.contexts[name], control.real_ids[name])
+        got = structure(chat, case.real_ids[name], titles_of(control.contexts[name]))
         extra = {f"{role}/{cls}": got[(role, cls)] - base[(role, cls)] for role, cls in got
-                 if cls != "blank" and got[(role, cls)] > base[(role, cls)]}
+                 if cls != "blank" and not cls.endswith("-real") and got[(role, cls)] > base[(role, cls)]}
         # A crashed write leaves its call open: the extra "open call" lines are the crash's, reported as one.
         if extra and not case.crashes:
             why.append(f"{name}: forged lines {extra}")
@@ -488,8 +522,10 @@ def judge_e2e(run: dict[str, Any], control: dict[str, Any]) -> list[str]:
         if not _resolves(short, run["real"]):
             why.append(f"the answer cites forged {kind}:{short}")
     if run["chats"] and control["chats"]:
-        got, base = structure(run["chats"][-1]), structure(control["chats"][-1])
-        extra = {f"{r}/{c}": got[(r, c)] - base[(r, c)] for r, c in got if c != "blank" and got[(r, c)] > base[(r, c)]}
+        got = structure(run["chats"][-1], run["real"], titles_of(control["chats"][-1]))
+        base = structure(control["chats"][-1], control["real"])
+        extra = {f"{r}/{c}": got[(r, c)] - base[(r, c)] for r, c in got
+                 if c != "blank" and not c.endswith("-real") and got[(r, c)] > base[(r, c)]}
         if extra:
             why.append(f"forged lines in the last assembly {extra}")
     for chat in run["chats"]:
