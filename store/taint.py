@@ -52,7 +52,8 @@ _TABLES = {
 }
 
 
-async def _classes(session: AsyncSession, account_id: str, model: type, ids: Iterable[str]) -> dict[str, PrivacyClass]:
+async def classes_of(session: AsyncSession, account_id: str, model: type, ids: Iterable[str]) -> dict[str, PrivacyClass]:
+    """The privacy class of each of ``ids`` found among ``model``'s rows of the account (missing ids are absent)."""
     wanted = sorted(set(ids))
     if not wanted:
         return {}
@@ -114,7 +115,7 @@ async def assembly_privacy(session: AsyncSession, account_id: str, assembly_id: 
         by_kind.setdefault(kind, set()).add(record_id)
     classes: dict[str, PrivacyClass] = {}
     for kind, model in _TABLES.items():
-        found = await _classes(session, account_id, model, by_kind.get(kind, ()))
+        found = await classes_of(session, account_id, model, by_kind.get(kind, ()))
         classes.update({f"{kind}:{record_id}": privacy for record_id, privacy in found.items()})
     shown_calls = await _call_classes(session, account_id, by_kind.get("tool_call", ()), with_results=True)
     classes.update({f"tool_call:{call_id}": privacy for call_id, privacy in shown_calls.items()})
@@ -172,7 +173,7 @@ async def records_privacy(
     classes: list[PrivacyClass] = []
     known: set[str] = set()
     for model in _TABLES.values():
-        found = await _classes(session, account_id, model, wanted)
+        found = await classes_of(session, account_id, model, wanted)
         classes += found.values()
         known |= set(found)
     calls = await _call_classes(session, account_id, wanted, with_results=True)
@@ -215,4 +216,4 @@ async def participant_privacy(session: AsyncSession, account_id: str, participan
     return strictest_privacy(classes) if classes else None
 
 
-__all__ = ["TaintError", "assembly_privacy", "participant_privacy", "records_privacy", "run_privacy"]
+__all__ = ["TaintError", "assembly_privacy", "classes_of", "participant_privacy", "records_privacy", "run_privacy"]

@@ -18,6 +18,7 @@ from policy.records import ToolMemoryRecord
 from store._sql import allocate_seq, get_row, insert_once, translate_errors
 from store.convert import to_tool_memory
 from store.errors import IntegrityViolation, NotFoundError, TaintError
+from store.taint import classes_of
 from store.models import ToolArtifact, ToolMemory
 
 
@@ -90,11 +91,7 @@ async def memory_privacy(session: AsyncSession, account_id: str, memory: ToolMem
     sources = {"artifact": set(memory.source_artifact_ids), "memory": set(memory.promoted_from)}
     classes: list[PrivacyClass] = []
     for kind, model in (("artifact", ToolArtifact), ("memory", ToolMemory)):
-        if not sources[kind]:
-            continue
-        found = dict((row.id, PrivacyClass(row.privacy)) for row in await session.execute(
-            select(model.id, model.privacy).where(model.account_id == account_id, model.id.in_(sorted(sources[kind])))
-        ))
+        found = await classes_of(session, account_id, model, sources[kind])
         missing = sorted(sources[kind] - set(found))
         if missing:
             raise TaintError(f"memory {memory.id!r}: source {kind} {missing[0]!r} is not in the account, "

@@ -7,7 +7,8 @@ from datetime import timedelta
 import pytest
 
 from policy.enums import CLASS_PRIORITY, DecisionOutcome, FreshnessClass, OmissionReason, RecordClass, ToolCallStatus
-from policy.policy import ContextPolicy
+from policy.assembler import short_ids_for
+from policy.policy import DEFAULT_POLICY, ContextPolicy
 from policy_builders import (
     NOW,
     OTHER,
@@ -350,12 +351,15 @@ def test_many_failed_calls_stay_within_the_budget_with_every_id(run, tools, per_
     assert selected(result, "message:u-open"), "the opening request was dropped for recovery state"
     # Every open or deferred call keeps its own line; every failure is still named by its id.
     assert sum(line.startswith("- [t:") and "DEFERRED" in line for line in text.splitlines()) == 1
-    short = __import__("policy.assembler", fromlist=["short_ids_for"]).short_ids_for(world)
+    short = short_ids_for(world)
     for call in failures:
         assert f"t:{short(call.id)}" in text, call.id
-    # The latest error of each tool is there verbatim.
-    for index in range(tools):
-        assert f"TimeoutError: upstream {index} timed out on try {per_tool - 1}" in text or tools > 8
+    # The tools that failed most recently keep a line with their latest error verbatim (the last tool
+    # index failed last); the older tools' failures are named by id on the shared line.
+    lined = range(tools - 1, max(-1, tools - 1 - DEFAULT_POLICY.max_failed_tools), -1)
+    for index in lined:
+        assert f"TimeoutError: upstream {index} timed out on try {per_tool - 1}" in text, index
+    assert ("FAILED earlier, not retried since:" in text) is (tools > DEFAULT_POLICY.max_failed_tools)
     for call in failures:
         assert outcome_of(result, f"tool_call:{call.id}") in (DecisionOutcome.PROTECTED, DecisionOutcome.INCLUDED)
 
