@@ -119,6 +119,7 @@ def render_context(
     messages = _conversation_opens_with_user(messages, appended)
     prefix_end = len(messages) - 1
     messages += appended
+    messages = [_without_nul(message) for message in messages]
     require_valid([m.to_openai() for m in messages])
 
     candidates = selection.candidates
@@ -157,6 +158,19 @@ def render_context(
         omitted = dict(sorted((Counter(record.omitted_counts) + added).items()))
         record = record.model_copy(update={"omitted_counts": omitted})
     return AssemblyResult(messages=tuple(messages), record=record, decisions=decisions)
+
+
+def _without_nul(message: ChatMessage) -> ChatMessage:
+    """``message`` with U+0000 in its text shown as U+FFFD.
+
+    Raw evidence is shown byte for byte, but no provider API takes U+0000 in a
+    message and Postgres cannot store it in the recorded assembly; the exact
+    bytes stay in the artifact. Tool-call arguments need nothing: their JSON
+    form escapes every control character.
+    """
+    if message.content is None or "\x00" not in message.content:
+        return message
+    return message.model_copy(update={"content": message.content.replace("\x00", "\ufffd")})
 
 
 OPENING_NOTE = "Continue from the context above."

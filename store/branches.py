@@ -12,7 +12,7 @@ update in the first place.
 
 from __future__ import annotations
 
-from sqlalchemy import select, text, update
+from sqlalchemy import bindparam, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from policy.records import Lineage, LineageStep
@@ -20,6 +20,8 @@ from store._sql import get_row, insert_once, new_id, translate_errors
 from store.convert import to_branch
 from store.errors import BranchCycleError, IntegrityViolation, InvalidForkPointError, NotFoundError
 from store.models import Branch, Message
+from store.models.base import ID_LENGTH
+from store.models.types import StoredId
 from store.records import BranchRecord
 
 _LINEAGE_SQL = text(
@@ -39,7 +41,8 @@ WITH RECURSIVE lineage(id, conversation_id, parent_branch_id, fork_seq, until_se
 )
 SELECT id, conversation_id, until_seq, path, is_cycle FROM lineage ORDER BY depth DESC
 """
-)
+).bindparams(bindparam("account_id", type_=StoredId(ID_LENGTH)), bindparam("branch_id", type_=StoredId(ID_LENGTH)))
+"""Typed like the id columns, so an id holding U+0000 is looked up as the columns store it (and not found)."""
 
 
 async def _lineage_rows(session: AsyncSession, account_id: str, branch_id: str) -> tuple[str, Lineage]:

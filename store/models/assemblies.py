@@ -9,7 +9,6 @@ from typing import Any
 from sqlalchemy import Double, Index, PrimaryKeyConstraint, UniqueConstraint, text
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Mapped, mapped_column
-from sqlalchemy.types import Text
 
 from policy.enums import DecisionOutcome, OmissionReason, RuntimeKind
 from store.models.base import (
@@ -20,6 +19,7 @@ from store.models.base import (
     id_column,
     node_fk,
 )
+from store.models.types import StoredText
 
 
 class ContextAssembly(Base):
@@ -63,8 +63,8 @@ class ContextAssembly(Base):
     legacy_tokens: Mapped[int]
     assembled_tokens: Mapped[int]
     token_budget: Mapped[int]
-    selected_refs: Mapped[list[str]] = mapped_column(ARRAY(Text), server_default=text("'{}'"))
-    rehydrated_refs: Mapped[list[str]] = mapped_column(ARRAY(Text), server_default=text("'{}'"))
+    selected_refs: Mapped[list[str]] = mapped_column(ARRAY(StoredText), server_default=text("'{}'"))
+    rehydrated_refs: Mapped[list[str]] = mapped_column(ARRAY(StoredText), server_default=text("'{}'"))
     omitted_counts: Mapped[dict[str, Any]] = mapped_column(server_default=text("'{}'::jsonb"))
     content_sha256: Mapped[str]
     epoch: Mapped[dict[str, Any] | None] = mapped_column(nullable=True)

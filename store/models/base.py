@@ -26,14 +26,14 @@ from sqlalchemy import (
     ForeignKey,
     ForeignKeyConstraint,
     MetaData,
-    String,
     Table,
-    Text,
     func,
     text,
 )
-from sqlalchemy.dialects.postgresql import ARRAY, JSONB, TIMESTAMP
+from sqlalchemy.dialects.postgresql import ARRAY, TIMESTAMP
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+from store.models.types import StoredId, StoredJSON, StoredText
 
 
 def _last_column(constraint: Constraint, table: Table) -> str:
@@ -61,13 +61,14 @@ class Base(DeclarativeBase):
 
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
     type_annotation_map = {
-        str: Text(),
+        str: StoredText(),
         int: BigInteger(),
         datetime: TIMESTAMP(timezone=True),
-        dict[str, Any]: JSONB(),
-        list[Any]: JSONB(),
-        list[str]: ARRAY(Text()),
+        dict[str, Any]: StoredJSON(),
+        list[Any]: StoredJSON(),
+        list[str]: ARRAY(StoredText()),
     }
+    """Text and JSON columns store what Postgres cannot hold in a fixed form (:mod:`store.models.types`)."""
 
 
 def id_column(*, primary_key: bool = False, nullable: bool = False) -> Mapped[Any]:
@@ -80,17 +81,17 @@ def id_column(*, primary_key: bool = False, nullable: bool = False) -> Mapped[An
     Returns:
         A ``VARCHAR(64)`` mapped column.
     """
-    return mapped_column(String(ID_LENGTH), primary_key=primary_key, nullable=nullable)
+    return mapped_column(StoredId(ID_LENGTH), primary_key=primary_key, nullable=nullable)
 
 
 def account_column() -> Mapped[str]:
     """``account_id VARCHAR(64) NOT NULL REFERENCES accounts(id)``."""
-    return mapped_column(String(ID_LENGTH), ForeignKey("accounts.id"), nullable=False)
+    return mapped_column(StoredId(ID_LENGTH), ForeignKey("accounts.id"), nullable=False)
 
 
 def id_array_column() -> Mapped[list[str]]:
     """A ``VARCHAR(64)[]`` column of ids, never NULL, empty by default."""
-    return mapped_column(ARRAY(String(ID_LENGTH)), nullable=False, server_default=text("'{}'"))
+    return mapped_column(ARRAY(StoredId(ID_LENGTH)), nullable=False, server_default=text("'{}'"))
 
 
 def created_at_column() -> Mapped[datetime]:
