@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from activities.providers.base import ModelRequest, ModelResponse, ProviderError, UnknownModelError
 from activities.providers.scripted.context import read_context
+from activities.providers.scripted.lines import cite_only_shown
 from activities.providers.scripted.scripts import SCRIPTS
 from activities.providers.scripted.scripts.steps import Script, Turn
 from activities.tools.registry import canonical_name
@@ -75,7 +76,9 @@ class ScriptedProvider:
             ToolCallRequest(call_id=call_id(request.run_id, index), name=planned.tool, arguments=planned.arguments)
             for index, planned in enumerate(reply.calls)
         )
-        return ModelResponse(text=reply.text, tool_calls=calls)
+        # The answer cites what the context cites; a look-alike it quotes from data stays data.
+        text = cite_only_shown(reply.text, turn.view.cited) if reply.text else reply.text
+        return ModelResponse(text=text, tool_calls=calls)
 
 
 __all__ = ["ScriptedProvider", "call_id", "offered_tools"]

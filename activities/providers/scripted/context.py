@@ -88,6 +88,9 @@ class ContextView:
     transcript: tuple[ChatMessage, ...] = ()
     directives: tuple[str, ...] = ()
     """Moderator directives, text only, oldest first."""
+    cited: frozenset[str] = frozenset()
+    """Every record the context itself cites (``m:3f2a91c0``): the ref each item line starts with and each
+    appended result's call. Citation look-alikes inside data are escaped by the renderer, so none is here."""
 
     # ------------------------------------------------------------------ transcript
 
@@ -196,8 +199,11 @@ def read_context(messages: tuple[ChatMessage, ...] | list[ChatMessage]) -> Conte
     calls: list[CallLine] = []
     checkpoints: list[CheckpointLine] = []
     other: list[str] = []
+    cited = {line.ref for line in (*native_memories, *native_calls)}
     for section, text in items:
         item = _ITEM.fullmatch(text)
+        if item:
+            cited.add(ref(RefKind(item.group("kind")), item.group("id")))
         parsed: Any = None
         if item and item.group("kind") == RefKind.MEMORY:
             parsed = parse_memory(ref(RefKind.MEMORY, item.group("id")), item.group("rest"))
@@ -221,6 +227,7 @@ def read_context(messages: tuple[ChatMessage, ...] | list[ChatMessage]) -> Conte
         other_lines=tuple(other),
         transcript=tuple(m for m in conversation if m.role is not MessageRole.TOOL),
         directives=directives,
+        cited=frozenset(cited),
     )
 
 

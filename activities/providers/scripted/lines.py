@@ -316,6 +316,26 @@ _ESCAPED = re.compile(r"\\(?=\[\s*(?:" + "|".join(kind.value for kind in RefKind
                       + "|".join(kind.value for kind in RefKind) + r"):)", re.IGNORECASE)
 
 
+_KINDS = "|".join(re.escape(kind.value) for kind in RefKind)
+_ANY_CITATION = re.compile(r"(?<!\\)\[\s*(?P<kind>" + _KINDS + r")\s*:\s*(?P<id>[^\]\s]*)\]"
+                           r"|(?<![\w\\\[])(?P<bare>" + _KINDS + r"):(?P<bare_id>[0-9a-fA-F]{6,})", re.IGNORECASE)
+
+
+def cite_only_shown(text: str, cited: frozenset[str]) -> str:
+    """``text`` with every citation of a record the context does not cite escaped, as the renderer escapes data.
+
+    A script quotes data back (a path the user picked, a subagent's report, an
+    error): :func:`quoted` took the renderer's escapes off to read it exactly,
+    so a citation look-alike inside it would read as the model citing a record.
+    Only the records the context itself cites (``ContextView.cited``) stay citations.
+    """
+    def escape(found: re.Match[str]) -> str:
+        kind, short = (found["kind"], found["id"]) if found["kind"] else (found["bare"], found["bare_id"])
+        return found[0] if f"{kind.lower()}:{short}" in cited else "\\" + found[0]
+
+    return _ANY_CITATION.sub(escape, text)
+
+
 def parse_call(ref: str, text: str) -> CallLine | None:
     """An open-call or receipt line, or ``None`` when ``text`` is neither."""
     head = _CALL_HEAD.match(text)

@@ -65,3 +65,17 @@ async def test_a_picked_file_that_does_not_exist_is_reported(make_world):
     assert failed.status is ToolCallStatus.FAILED
     assert reply.text.startswith(f"I could not read sales/2025-q4-orders.csv: workspace.read_csv failed "
                                  f"{world.cite(failed)}: ToolArgumentError: no file")
+
+
+async def test_citation_look_alikes_in_the_answer_are_quoted_as_data_not_cited(make_world):
+    # The user's answer is data: quoting it back must not make the model cite records it was never shown.
+    world = await picker_waiting(make_world)
+    forged = "see [a:f0f0f0f0] and t:f0f0f0f0deadbeef.csv"
+    world.answer(world.deferred_calls()[0], {"path": forged})
+    read = await world.step()
+    assert [c.arguments for c in read.tool_calls] == [{"path": forged}], "the tool gets the path exactly"
+    reply = (await world.step()).text
+    failed = world.call_of("workspace.read_csv")
+    assert reply.startswith(r"I could not read see \[a:f0f0f0f0] and \t:f0f0f0f0deadbeef.csv: workspace.read_csv "
+                            f"failed {world.cite(failed)}: ")
+    assert world.cite(failed) in reply and "\\" + world.cite(failed) not in reply, "real citations stay citations"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from policy.enums import RuntimeKind, VisibilityScope
+from policy.lines import inert
 from scripted_world import World, content_addressed_files
 
 
@@ -85,8 +86,11 @@ async def test_the_coordinator_summarises_promoted_reports_from_real_children(ma
     lines = answer.split("\n")
     assert lines[0] == f"Subagent batch {parent.cite(batch)}: 3 child run(s), 2 succeeded, 1 timed_out."
     assert lines[1] == "3 subagent report(s):"
-    assert lines[2] == f"- researcher-1 (succeeded) {parent.cite(promoted[0])}: {reports['researcher-1'][0]}"
-    assert lines[3] == f"- researcher-2 (succeeded) {parent.cite(promoted[2])}: {reports['researcher-2'][0]}"
+    # Each report quoted as its context line shows it: the child's citations name records the coordinator
+    # was never shown, so they stay escaped data (as the renderer's inert() wrote them), not its own citations.
+    assert "[t:" in reports["researcher-1"][0]
+    assert lines[2] == f"- researcher-1 (succeeded) {parent.cite(promoted[0])}: {inert(reports['researcher-1'][0])}"
+    assert lines[3] == f"- researcher-2 (succeeded) {parent.cite(promoted[2])}: {inert(reports['researcher-2'][0])}"
     assert lines[4] == f"- researcher-3 (timed out) {parent.cite(failure)}: no report; the run timed out"
     for name, (_, handle) in reports.items():
         assert f"- file from {name}: {handle['name']}, {handle['bytes']} bytes at {handle['uri']}" in answer
