@@ -182,3 +182,20 @@ async def test_a_context_too_long_for_the_model_is_reassembled_once_within_a_sma
     [decision] = [d for d in smaller.decisions if d.kind == "budget" and d.subject_ref == f"model_run:{refused.id}"]
     assert "refused the context" in decision.reason and "maximum context length is 1000" in decision.reason
     assert len(server.received) == 2
+
+
+async def test_a_context_refused_again_after_reassembly_fails_the_turn(
+    dossier: DossierClient, server: ProviderServer
+) -> None:
+    refusal = Reply(openai_error(400, "the request exceeds the available context size, try increasing it",
+                                 type_="exceed_context_size_error"), status=400)
+    server.reply(refusal, refusal, Reply(openai_completion("never asked")))
+
+    outcome = await dossier.chat(QUESTION, model="openai:gpt-test", wait=False)
+    with pytest.raises(WorkflowFailureError):
+        await dossier.temporal.get_workflow_handle(outcome.workflow_id).result()
+
+    # Once: the refused run, its smaller retry, and no third request.
+    assert len(server.received) == 2
+    rows = await dossier.runs(outcome.conversation_id)
+    assert sorted(row.status for row in rows) == ["failed", "failed"]
