@@ -126,7 +126,8 @@ def test_every_field_is_documented() -> None:
     assert undocumented == []
 
 
-def test_model_endpoints_come_from_the_variables_the_sdks_read(clean_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_model_endpoints_come_from_the_variables_the_sdks_read(clean_env: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     from dossier.runtime import providers_config
 
     assert (Settings().openai_api_key, Settings().local_model_base_url, Settings().model_timeout_seconds) == (

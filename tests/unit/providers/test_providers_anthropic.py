@@ -76,7 +76,8 @@ async def test_the_request_has_anthropics_shape(server: ProviderServer) -> None:
     [sent] = server.received
     assert sent.path == "/v1/messages"
     # The key as the SDK sends it (``x-api-key`` in 1.x, a bearer token in 2.x).
-    assert "sk-ant-test" in (sent.headers.get("x-api-key"), sent.headers.get("authorization", "").removeprefix("Bearer "))
+    bearer = sent.headers.get("authorization", "").removeprefix("Bearer ")
+    assert "sk-ant-test" in (sent.headers.get("x-api-key"), bearer)
     body = sent.body
     assert anthropic_request_problems(body) == []
     assert (body["model"], body["max_tokens"]) == ("claude-test", ANTHROPIC_MAX_OUTPUT_TOKENS)
@@ -185,8 +186,8 @@ async def _failure(server: ProviderServer, reply: Reply) -> Exception:
 
 
 async def test_a_rate_limit_waits_for_retry_after(server: ProviderServer) -> None:
-    error = await _failure(server, Reply(anthropic_error("Number of requests has exceeded your rate limit",
-                                                         "rate_limit_error"), status=429, headers={"retry-after": "12"}))
+    body = anthropic_error("Number of requests has exceeded your rate limit", "rate_limit_error")
+    error = await _failure(server, Reply(body, status=429, headers={"retry-after": "12"}))
 
     assert isinstance(error, RateLimitedError) and error.retry_after == 12.0
 

@@ -162,8 +162,8 @@ async def _failure(server: ProviderServer, reply: Reply, **endpoint) -> Exceptio
 
 
 async def test_a_rate_limit_is_retried_after_the_wait_the_provider_asked_for(server: ProviderServer) -> None:
-    error = await _failure(server, Reply(openai_error(429, "Rate limit reached for gpt-test", code="rate_limit_exceeded",
-                                                      type_="requests"), status=429, headers={"retry-after": "7"}))
+    body = openai_error(429, "Rate limit reached for gpt-test", code="rate_limit_exceeded", type_="requests")
+    error = await _failure(server, Reply(body, status=429, headers={"retry-after": "7"}))
 
     assert isinstance(error, RateLimitedError) and is_retryable(error)
     assert error.retry_after == 7.0 and error.status == 429
