@@ -65,6 +65,11 @@ ANSWER_TOOL_SIGNAL = "answer_tool"
 STATUS_QUERY = "status"
 """Query of :class:`WorkflowName.AGENT_TURN`: where the turn is (:class:`TurnStatus`)."""
 
+CONTEXT_TOO_LONG_ERROR = "ContextTooLongError"
+"""``ApplicationError.type`` of a ``call_model`` failure whose context the provider refused as too long
+for the model's window. Non-retryable; its first detail is the token budget (an int) to re-assemble
+within, and the turn re-assembles once (see :class:`AssembleInput.reassembly_of_model_run_id`)."""
+
 MAX_SCHEDULE_PROMPT_CHARS = 2000
 """A scheduled job's prompt is configuration, not conversation: keep it short."""
 
@@ -95,6 +100,8 @@ class TurnInput(Contract):
     runtime_kind: RuntimeKind = RuntimeKind.CHAT
     token_budget: int | None = None
     """Prompt budget per model call (``None``: the policy's default)."""
+    model_timeout_seconds: float | None = Field(default=None, gt=0)
+    """Start-to-close timeout of each model call (``None``: the workflows' default, 10 minutes)."""
     parent_model_run_id: str | None = None
     """For a subagent child: the run that spawned it."""
     checkpoint_id: str | None = None
@@ -160,6 +167,9 @@ class AssembleInput(Contract):
     token_budget: int | None = None
     checkpoint_id: str | None = None
     """A checkpoint this run resumes from (its restore is logged as a PolicyDecision)."""
+    reassembly_of_model_run_id: str | None = None
+    """The run whose context the provider refused as too long: this assembly is its smaller retry
+    (logged as a PolicyDecision, with the refusal)."""
 
 
 class AssembleResult(Contract):
@@ -274,6 +284,8 @@ class MultiModelInput(Contract):
     scope: Scope
     participant_ids: tuple[str, ...] = Field(min_length=1)
     token_budget: int | None = None
+    model_timeout_seconds: float | None = Field(default=None, gt=0)
+    """Start-to-close timeout of each model call (``None``: the workflows' default, 10 minutes)."""
 
 
 class MultiModelResult(Contract):
@@ -296,6 +308,8 @@ class SubagentBatchInput(Contract):
     next_step: str = "merge the subagents' findings and answer the user"
     resume: bool = True
     """Run the parent resume turn once every child has ended."""
+    model_timeout_seconds: float | None = Field(default=None, gt=0)
+    """Start-to-close timeout of each model call (``None``: the workflows' default, 10 minutes)."""
 
 
 class SubagentBatchResult(Contract):
@@ -311,6 +325,8 @@ class ParentResumeInput(Contract):
     parent_participant_id: str
     checkpoint_id: str
     token_budget: int | None = None
+    model_timeout_seconds: float | None = Field(default=None, gt=0)
+    """Start-to-close timeout of each model call (``None``: the workflows' default, 10 minutes)."""
 
 
 class DiscussionInput(Contract):
@@ -320,6 +336,8 @@ class DiscussionInput(Contract):
     participant_ids: tuple[str, ...] = Field(min_length=2)
     rounds: int = Field(default=2, ge=1, le=20)
     token_budget: int | None = None
+    model_timeout_seconds: float | None = Field(default=None, gt=0)
+    """Start-to-close timeout of each model call (``None``: the workflows' default, 10 minutes)."""
 
 
 class DiscussionResult(Contract):
@@ -333,12 +351,15 @@ class ScheduledJobInput(Contract):
     participant_id: str
     job_name: str
     prompt: str = Field(max_length=MAX_SCHEDULE_PROMPT_CHARS)
+    model_timeout_seconds: float | None = Field(default=None, gt=0)
+    """Start-to-close timeout of each model call (``None``: the workflows' default, 10 minutes)."""
 
 
 CheckpointInput.model_rebuild()
 
 __all__ = [
     "ANSWER_TOOL_SIGNAL",
+    "CONTEXT_TOO_LONG_ERROR",
     "MAX_SCHEDULE_PROMPT_CHARS",
     "STATUS_QUERY",
     "TASK_QUEUE",

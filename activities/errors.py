@@ -9,7 +9,10 @@
 Sorting (:func:`is_retryable`, applied to every activity by :func:`sorted_failures`):
 
 * an error that declares ``retryable`` (:class:`~activities.tools.base.ToolError`,
-  :class:`~activities.providers.base.ProviderError`) is taken at its word;
+  :class:`~activities.providers.base.ProviderError`) is taken at its word; one
+  that also says how long to wait (``retry_after``, a provider's
+  ``Retry-After``) is raised as an ``ApplicationError`` whose
+  ``next_retry_delay`` makes Temporal wait that long before the next attempt;
 * :class:`~store.errors.TransientStoreError` (lost connection, deadlock, S3
   unreachable) is retried by Temporal under the activity's retry policy;
 * every other error of Dossier's own (store, policy, activity errors) is
@@ -23,7 +26,9 @@ Sorting (:func:`is_retryable`, applied to every activity by :func:`sorted_failur
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Awaitable, Callable
+from datetime import timedelta
 from typing import ParamSpec, TypeVar
 
 from pydantic import ValidationError
@@ -59,6 +64,19 @@ def is_retryable(error: BaseException) -> bool:
     return not isinstance(error, StoreError | PolicyError | ActivityError | ValidationError)
 
 
+def retry_delay(error: BaseException) -> timedelta | None:
+    """The wait a retryable error asks for before the next attempt (its ``retry_after``, in seconds), if any."""
+    seconds = getattr(error, "retry_after", None)
+    if isinstance(seconds, int | float) and not isinstance(seconds, bool) and math.isfinite(seconds) and seconds > 0:
+        return timedelta(seconds=seconds)
+    return None
+
+
+def retried_after(error: BaseException, delay: timedelta) -> ApplicationError:
+    """A retryable failure that tells Temporal to wait ``delay`` before the next attempt."""
+    return ApplicationError(f"{type(error).__name__}: {error}", type=type(error).__name__, next_retry_delay=delay)
+
+
 def permanent(error: BaseException) -> ApplicationError:
     """A non-retryable failure carrying the error's type and message."""
     return ApplicationError(f"{type(error).__name__}: {error}", type=type(error).__name__, non_retryable=True)
@@ -80,6 +98,9 @@ def sorted_failures(fn: Callable[P, Awaitable[T]]) -> Callable[P, Awaitable[T]]:
         except Exception as error:
             if is_retryable(error):
                 activity.logger.warning("%s failed, will retry: %s: %s", fn.__name__, type(error).__name__, error)
+                delay = retry_delay(error)
+                if delay is not None:
+                    raise retried_after(error, delay) from error
                 raise
             activity.logger.error("%s failed for good: %s: %s", fn.__name__, type(error).__name__, error)
             raise permanent(error) from error
@@ -93,5 +114,7 @@ __all__ = [
     "ToolOutcomeError",
     "is_retryable",
     "permanent",
+    "retried_after",
+    "retry_delay",
     "sorted_failures",
 ]

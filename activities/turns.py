@@ -8,16 +8,21 @@ worker that died halfway never duplicates or loses a record.
 
 Activities are registered under :class:`contracts.ActivityName`, the names the
 workflows call. Failures are sorted once, by
-:func:`activities.errors.sorted_failures`: transient store errors are retried
-by Temporal, bad input (an unknown id, an unknown model) fails the activity
-for good. A tool's own failure is not an activity failure: it is captured as
+:func:`activities.errors.sorted_failures`: transient store errors and a
+provider's rate limits, timeouts and 5xx are retried by Temporal (after the
+provider's ``Retry-After``, when it sent one), bad input (an unknown id, an
+unknown model, a request the provider refuses) fails the activity for good,
+and a context the provider refuses as too long fails it with
+:data:`contracts.CONTEXT_TOO_LONG_ERROR` and the smaller budget to re-assemble
+within. A tool's own failure is not an activity failure: it is captured as
 the call's result (see :meth:`TurnActivities.execute_tool`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,10 +44,11 @@ from activities.ingest import (
     record_attempt_failure,
 )
 from activities.promotion import promotable_calls, promote_child_results
-from activities.providers.base import ModelRequest, ProviderFactory, provider_for
+from activities.providers.base import ContextTooLongError, ModelRequest, ProviderFactory, provider_for
 from activities.tools.base import ToolContext, ToolError, UnknownToolError
 from activities.tools.registry import ToolRegistry, canonical_name
 from contracts import (
+    CONTEXT_TOO_LONG_ERROR,
     ActivityName,
     AssembleInput,
     AssembleResult,
@@ -57,14 +63,23 @@ from contracts import (
     ToolStepInput,
     ToolStepResult,
 )
+from policy.budget import reduced_budget
 from policy.enums import DecisionOutcome, MessageRole, RuntimeKind, ToolCallStatus, VisibilityScope
 from policy.records import ChatMessage, GenerationBoundary, PolicyDecisionRecord, ToolCallRequest
 from store import checkpoints, conversations, messages
 from store import tools as tool_store
 from store.assemblies import get_context_assembly
 from store.errors import IntegrityViolation, NotFoundError, StoreError
+from store.records import StoredContextAssembly
 
 _MESSAGE_NAMESPACE = uuid.UUID("3c1f6f0e-7d54-4b7a-9e1b-2a6f0d9c4e11")
+
+HEARTBEAT_SECONDS = 10.0
+"""How often the model-call activity heartbeats while it waits for the provider (well inside the
+workflows' heartbeat timeout, so a worker that died mid-call is noticed in about a minute)."""
+
+REFUSAL_CHARS = 300
+"""How much of a refused run's error the re-assembly's decision quotes."""
 
 
 def message_id_for(model_run_id: str) -> str:
@@ -114,12 +129,23 @@ class TurnActivities:
     async def assemble_context(self, request: AssembleInput) -> AssembleResult:
         """Assemble and persist the context of one model run."""
         scope = request.scope
+        extra: list[PolicyDecisionRecord] = []
         async with self.deps.sessions() as session:
             participant = await conversations.get_participant(session, scope.account_id, request.participant_id)
-            restore = None
+            if request.reassembly_of_model_run_id is not None:
+                refused = await messages.get_model_run(session, scope.account_id, request.reassembly_of_model_run_id)
+                refusal = (refused.error or "no error text")[:REFUSAL_CHARS]
+                extra.append(PolicyDecisionRecord(
+                    kind="budget",
+                    subject_ref=f"model_run:{refused.id}",
+                    outcome=DecisionOutcome.NOTED,
+                    reason=(f"re-assembled within {request.token_budget} tokens: the provider refused the context "
+                            f"of model run {refused.id} as too long ({refusal})"),
+                    policy_version=self.deps.policy.version_tag,
+                ))
             if request.checkpoint_id is not None:
                 checkpoint = await checkpoints.get_checkpoint(session, scope.account_id, request.checkpoint_id)
-                restore = PolicyDecisionRecord(
+                extra.append(PolicyDecisionRecord(
                     kind="restore",
                     subject_ref=f"checkpoint:{checkpoint.id}",
                     outcome=DecisionOutcome.PROTECTED,
@@ -127,7 +153,7 @@ class TurnActivities:
                             f"{len(checkpoint.references)} referenced record(s); raw transcript and child "
                             "workspaces are not re-read"),
                     policy_version=self.deps.policy.version_tag,
-                )
+                ))
         boundary = GenerationBoundary(
             account_id=scope.account_id,
             conversation_id=scope.conversation_id,
@@ -141,7 +167,7 @@ class TurnActivities:
             model_run_id=request.model_run_id,
         )
         assembled = await assemble_graph_context(
-            self.deps, boundary, assembly_id=request.assembly_id, extra_decisions=(restore,) if restore else (),
+            self.deps, boundary, assembly_id=request.assembly_id, extra_decisions=tuple(extra),
         )
         record = assembled.result.record
         return AssembleResult(assembly_id=assembled.assembly_id, legacy_tokens=record.legacy_tokens,
@@ -150,17 +176,27 @@ class TurnActivities:
     @activity.defn(name=ActivityName.CALL_MODEL)
     @sorted_failures
     async def call_model(self, request: CallModelInput) -> ModelStepResult:
-        """Call the participant's model on the persisted assembly; record its answer or tool calls."""
+        """Call the participant's model on the persisted assembly; record its answer or tool calls and usage.
+
+        Raises:
+            ApplicationError: ``CONTEXT_TOO_LONG_ERROR`` (non-retryable, the budget to re-assemble
+                within as its detail) when the provider refuses the context as too long.
+        """
         account = request.scope.account_id
         try:
             async with self.deps.sessions() as session:
                 participant = await conversations.get_participant(session, account, request.participant_id)
-                stored = await _assembled_messages(session, account, request.assembly_id)
+                stored = await get_context_assembly(session, account, request.assembly_id, with_messages=True)
             provider, model = self.providers(f"{participant.provider or 'scripted'}:{participant.model}")
-            response = await provider.generate(ModelRequest(
+            epoch = stored.record.epoch
+            response = await _heartbeating(provider.generate(ModelRequest(
                 run_id=request.model_run_id, model=model, participant_name=participant.name,
-                messages=stored, tools=tuple(self.tools.schemas()),
-            ))
+                messages=tuple(ChatMessage.from_openai(message) for message in stored.messages or ()),
+                tools=tuple(self.tools.schemas()), cache_breakpoints=epoch.cache_breakpoints if epoch else (),
+            )))
+        except ContextTooLongError as error:
+            await self._fail_run(account, request.model_run_id, error)
+            raise _context_too_long(error, stored) from error
         except Exception as error:
             if not is_retryable(error):  # this run will not be retried: say so on its row
                 await self._fail_run(account, request.model_run_id, error)
@@ -173,19 +209,11 @@ class TurnActivities:
             for call in response.tool_calls
         )
         message_id = await self._write_message(request, participant.name, response.text, calls)
-        if not calls:
-            async with self.deps.sessions() as session, session.begin():
-                await messages.finish_model_run(
-                    session, account, request.model_run_id, status="succeeded", message_id=message_id,
-                    usage={"prompt_tokens": response.usage_prompt_tokens} if response.usage_prompt_tokens else None,
-                )
-            return ModelStepResult(model_run_id=request.model_run_id, message_id=message_id, answered=True)
-
         steps = [await self._plan_tool_call(request, call) for call in calls]
         async with self.deps.sessions() as session, session.begin():
             await messages.finish_model_run(session, account, request.model_run_id, status="succeeded",
-                                            message_id=message_id)
-        return ModelStepResult(model_run_id=request.model_run_id, message_id=message_id, answered=False,
+                                            message_id=message_id, usage=response.usage.to_json())
+        return ModelStepResult(model_run_id=request.model_run_id, message_id=message_id, answered=not calls,
                                tools=tuple(steps))
 
     async def _plan_tool_call(self, request: CallModelInput, call: ToolCallRequest) -> ToolStepInput:
@@ -397,9 +425,30 @@ class TurnActivities:
         ]
 
 
-async def _assembled_messages(session: AsyncSession, account: str, assembly_id: str) -> tuple[ChatMessage, ...]:
-    stored = await get_context_assembly(session, account, assembly_id, with_messages=True)
-    return tuple(ChatMessage.from_openai(message) for message in stored.messages or ())
+async def _heartbeating(call: Awaitable[Any]) -> Any:
+    """Await a provider call, heartbeating meanwhile so a worker that died mid-call is noticed early."""
+    task = asyncio.ensure_future(call)
+    try:
+        if not activity.in_activity():  # called directly (a harness, a test): nobody to heartbeat to
+            return await task
+        while True:
+            done, _ = await asyncio.wait({task}, timeout=HEARTBEAT_SECONDS)
+            if done:
+                return task.result()
+            activity.heartbeat()
+    finally:
+        if not task.done():  # the attempt was cancelled (timed out, worker stopping): drop the request too
+            task.cancel()
+
+
+def _context_too_long(error: ContextTooLongError, stored: StoredContextAssembly) -> ApplicationError:
+    """The failure the turn workflow re-assembles on: non-retryable, with the smaller budget as its detail."""
+    record = stored.record
+    budget = reduced_budget(record.assembled_tokens, record.token_budget, error.limit_tokens, error.prompt_tokens)
+    activity.logger.warning("the provider refused a %d-token context as too long; the budget to re-assemble "
+                            "within is %d", record.assembled_tokens, budget)
+    return ApplicationError(f"{type(error).__name__}: {error}", budget, type=CONTEXT_TOO_LONG_ERROR,
+                            non_retryable=True)
 
 
 async def _message_exists(session: AsyncSession, account: str, message_id: str) -> bool:

@@ -62,8 +62,8 @@ from contracts import (
     TurnStatus,
     WorkflowName,
 )
-from activities.providers.base import ProviderError, parse_model_spec, provider_for
-from dossier.runtime import open_graph, temporal_client
+from activities.providers.base import ProviderError, ProviderFactory, parse_model_spec
+from dossier.runtime import model_providers, open_graph, temporal_client
 from dossier.services import ensure_services
 from dossier.settings import Settings
 from policy.enums import MessageRole, RuntimeKind, ToolCallStatus, VisibilityScope
@@ -75,6 +75,9 @@ from store.models import ToolCall
 
 Progress = Callable[[str], None]
 """Called with a one-line progress report while a long wait goes on."""
+
+USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+"""The provider-reported usage of a run, as ``dossier runs --json`` shows it."""
 
 ACCOUNT_FILE = "account-id"
 """Under ``DOSSIER_HOME``: the local account this installation works in."""
@@ -132,12 +135,17 @@ class RunRow:
     status: str
     legacy_tokens: int | None = None
     assembled_tokens: int | None = None
+    """Dossier's own count of the context it sent (tiktoken), next to the provider's ``usage``."""
     ui_url: str | None = None
     started_at: str = ""
+    model: str | None = None
+    """The model spec the run used (``openai:gpt-4o-mini``, ``scripted:analyst``)."""
+    usage: dict[str, int | None] = field(default_factory=lambda: dict.fromkeys(USAGE_KEYS))
+    """Tokens as the provider reported them: :data:`USAGE_KEYS`, each ``None`` when not reported."""
 
     def to_json(self) -> dict[str, Any]:
         """The row as JSON."""
-        return dict(self.__dict__)
+        return {**self.__dict__, "usage": dict(self.usage)}
 
 
 @dataclass
@@ -150,7 +158,13 @@ class DossierClient:
     account_id: str
     ui_base: str | None = None
     poll_seconds: float = 1.0
+    providers: ProviderFactory | None = None
+    """Model spec -> provider, to check a spec before anything is written (default: from ``settings``)."""
     _progress_shown: set[str] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        if self.providers is None:
+            self.providers = model_providers(self.settings)
 
     @classmethod
     @asynccontextmanager
@@ -174,6 +188,19 @@ class DossierClient:
     def check_text(self, text: str, what: str = "message") -> str:
         """:func:`check_text` under this client's ``message_max_bytes``."""
         return check_text(text, what, max_bytes=self.settings.message_max_bytes)
+
+    def _check_models(self, *specs: str) -> None:
+        """Refuse a model spec no configured provider serves, before anything is written.
+
+        Raises:
+            ClientError: a malformed spec, an unknown provider or script, an unconfigured endpoint.
+        """
+        assert self.providers is not None  # set by __post_init__
+        for spec in specs:
+            try:
+                self.providers(spec)
+            except ProviderError as error:
+                raise ClientError(str(error)) from error
 
     # ------------------------------------------------------------------ graph helpers
 
@@ -215,11 +242,8 @@ class DossierClient:
         Raises:
             ClientError: a spec no provider serves (checked here, before any workflow starts).
         """
-        try:
-            provider, model = parse_model_spec(spec)
-            provider_for(spec)
-        except ProviderError as error:
-            raise ClientError(str(error)) from error
+        self._check_models(spec)
+        provider, model = parse_model_spec(spec)
         name = name or default_name(spec)
         async with self.deps.sessions() as session, session.begin():
             for existing in await conversations.list_participants(session, self.account_id, scope.conversation_id):
@@ -268,13 +292,14 @@ class DossierClient:
             ClientError: an unknown conversation or branch, a model spec no provider serves.
         """
         self.check_text(text)
-        _check_models(model)
+        self._check_models(model)
         scope = await self._scope(conversation_id, branch_id, text)
         participant_id = await self.participant(scope, model, name=name)
         message_id = await self.say(scope, text)
         workflow_id = f"turn-{message_id}"
         handle = await self.temporal.start_workflow(
-            WorkflowName.AGENT_TURN, TurnInput(scope=scope, participant_id=participant_id, runtime_kind=runtime_kind),
+            WorkflowName.AGENT_TURN, TurnInput(scope=scope, participant_id=participant_id, runtime_kind=runtime_kind,
+                                               model_timeout_seconds=self.settings.model_timeout_seconds),
             id=workflow_id, task_queue=self.settings.temporal_task_queue, result_type=TurnResult,
         )
         outcome = TurnOutcome(scope.conversation_id, scope.branch_id, participant_id, name or default_name(model),
@@ -320,14 +345,16 @@ class DossierClient:
         self.check_text(text)
         if not models:
             raise InvalidInputError("give at least one model")
-        _check_models(*models)
+        self._check_models(*models)
         scope = await self._scope(conversation_id, branch_id, text)
         names = _unique_names(models)
         participants = [await self.participant(scope, spec, name=name) for spec, name in zip(models, names)]
         message_id = await self.say(scope, text)
         workflow_id = f"multi-{message_id}"
         handle = await self.temporal.start_workflow(
-            WorkflowName.MULTI_MODEL_TURN, MultiModelInput(scope=scope, participant_ids=tuple(participants)),
+            WorkflowName.MULTI_MODEL_TURN,
+            MultiModelInput(scope=scope, participant_ids=tuple(participants),
+                            model_timeout_seconds=self.settings.model_timeout_seconds),
             id=workflow_id, task_queue=self.settings.temporal_task_queue, result_type=MultiModelResult,
         )
         result = await self._wait(handle, progress)
@@ -353,7 +380,7 @@ class DossierClient:
             self.check_text(task, "subagent task")
         if not child_timeout_seconds > 0:
             raise InvalidInputError(f"the child timeout must be positive, got {child_timeout_seconds}")
-        _check_models(parent_model, *(spec for spec, _ in children))
+        self._check_models(parent_model, *(spec for spec, _ in children))
         scope = await self._scope(conversation_id, branch_id, text)
         parent = await self.participant(scope, parent_model)
         message_id = await self.say(scope, text)
@@ -367,7 +394,9 @@ class DossierClient:
             tasks.append(SubagentChildInput(participant_id=child, timeout_seconds=child_timeout_seconds))
         workflow_id = f"subagents-{message_id}"
         handle = await self.temporal.start_workflow(
-            WorkflowName.SUBAGENT_BATCH, SubagentBatchInput(scope=scope, parent_participant_id=parent, children=tuple(tasks)),
+            WorkflowName.SUBAGENT_BATCH,
+            SubagentBatchInput(scope=scope, parent_participant_id=parent, children=tuple(tasks),
+                               model_timeout_seconds=self.settings.model_timeout_seconds),
             id=workflow_id, task_queue=self.settings.temporal_task_queue, result_type=SubagentBatchResult,
         )
         result = await self._wait(handle, progress)
@@ -390,7 +419,7 @@ class DossierClient:
             raise InvalidInputError(f"--rounds must be at least 1, got {rounds}")
         if not models:
             raise InvalidInputError("give at least one model")
-        _check_models(*models)
+        self._check_models(*models)
         scope = await self._scope(conversation_id, branch_id, topic)
         names = _unique_names(models)
         participants = [await self.participant(scope, spec, name=name) for spec, name in zip(models, names)]
@@ -399,7 +428,9 @@ class DossierClient:
             await self.say(scope, directive, speaker_label="Moderator", directive=True)
         workflow_id = f"discussion-{first}"
         handle = await self.temporal.start_workflow(
-            WorkflowName.DISCUSSION, DiscussionInput(scope=scope, participant_ids=tuple(participants), rounds=rounds),
+            WorkflowName.DISCUSSION,
+            DiscussionInput(scope=scope, participant_ids=tuple(participants), rounds=rounds,
+                            model_timeout_seconds=self.settings.model_timeout_seconds),
             id=workflow_id, task_queue=self.settings.temporal_task_queue, result_type=DiscussionResult,
         )
         result = await self._wait(handle, progress)
@@ -576,10 +607,11 @@ class DossierClient:
         self.check_text(prompt, "prompt")
         if every <= timedelta(0):
             raise InvalidInputError(f"the interval must be positive, got {every.total_seconds():g} s")
-        _check_models(model)
+        self._check_models(model)
         scope = await self._scope(conversation_id, branch_id, f"schedule {schedule_id}")
         participant = await self.participant(scope, model)
-        job = ScheduledJobInput(scope=scope, participant_id=participant, job_name=schedule_id, prompt=prompt)
+        job = ScheduledJobInput(scope=scope, participant_id=participant, job_name=schedule_id, prompt=prompt,
+                                model_timeout_seconds=self.settings.model_timeout_seconds)
         return await self.temporal.create_schedule(
             schedule_id,
             Schedule(
@@ -672,6 +704,8 @@ class DossierClient:
                     status=run.status, legacy_tokens=legacy, assembled_tokens=assembled,
                     ui_url=self.ui_url(run.workflow_id) if run.workflow_id else None,
                     started_at=run.started_at.isoformat(),
+                    model=f"{run.provider}:{run.model}" if run.provider and run.model else run.model,
+                    usage=run_usage(run.usage),
                 ))
         return rows
 
@@ -758,13 +792,13 @@ def _is_json(content_type: str) -> bool:
     return media == "application/json" or media.endswith("+json")
 
 
-def _check_models(*specs: str) -> None:
-    """Refuse a model spec no provider serves before anything is written."""
-    for spec in specs:
-        try:
-            provider_for(spec)
-        except ProviderError as error:
-            raise ClientError(str(error)) from error
+def run_usage(stored: dict[str, Any] | None) -> dict[str, int | None]:
+    """A run's stored usage as :data:`USAGE_KEYS` (runs recorded before them kept only ``prompt_tokens``)."""
+    stored = stored or {}
+    usage = {key: stored.get(key) for key in USAGE_KEYS}
+    if usage["input_tokens"] is None and isinstance(stored.get("prompt_tokens"), int):
+        usage["input_tokens"] = stored["prompt_tokens"]
+    return usage
 
 
 def default_name(spec: str) -> str:
@@ -798,5 +832,5 @@ async def _local_account(deps: GraphDeps, settings: Settings) -> str:
     return account_id
 
 
-__all__ = ["AnswerRefusedError", "ClientError", "DossierClient", "InvalidInputError", "RunRow", "TurnOutcome",
-           "check_id", "check_text", "default_name"]
+__all__ = ["USAGE_KEYS", "AnswerRefusedError", "ClientError", "DossierClient", "InvalidInputError", "RunRow",
+           "TurnOutcome", "check_id", "check_text", "default_name", "run_usage"]

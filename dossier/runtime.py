@@ -7,7 +7,9 @@ same way, through this module and nothing else:
 2. migrate the schema to head with Alembic and make sure the bucket exists;
 3. build :class:`~activities.deps.GraphDeps` with the tiktoken counter named
    in the settings and the policy metadata of the tool registry in force;
-4. for a worker, register every workflow and activity on the task queue.
+4. build the model providers from the settings' endpoints and keys
+   (:func:`model_providers`): activities never read the settings themselves;
+5. for a worker, register every workflow and activity on the task queue.
 
 Nothing here runs at import time. ``worker.py`` (and ``dossier worker``) call
 :func:`run_worker`; nothing imports ``worker.py``.
@@ -30,6 +32,8 @@ from temporalio.worker import Worker
 
 from activities.deps import GraphDeps
 from activities.providers.base import ProviderFactory, provider_for
+from activities.providers.config import DEFAULT_REQUEST_TIMEOUT_SECONDS, EndpointConfig, ProvidersConfig
+from activities.providers.factory import ModelProviders
 from activities.tokens import token_counter
 from activities.tools.registry import ToolRegistry, default_registry
 from activities.turns import TurnActivities
@@ -71,6 +75,38 @@ def graph_deps(
     registry = tools or default_registry()
     return GraphDeps(sessions=sessions, artifacts=artifacts, counter=counter, catalog=registry.catalog(),
                      **overrides)  # type: ignore[arg-type]
+
+
+REQUEST_TIMEOUT_SHARE = 0.9
+"""A model request's HTTP timeout, as a share of the model call's activity timeout: the request gives
+up first, as a retryable timeout of ours, instead of Temporal timing the whole attempt out."""
+
+
+def providers_config(settings: Settings) -> ProvidersConfig:
+    """The model endpoints the settings configure (keys, base URLs, the local model server, timeouts).
+
+    Args:
+        settings: the configuration (``OPENAI_API_KEY``, ``OPENAI_BASE_URL``, ``ANTHROPIC_API_KEY``,
+            ``ANTHROPIC_BASE_URL``, ``LOCAL_MODEL_BASE_URL``, ``MODEL_TIMEOUT_SECONDS``).
+
+    Returns:
+        The configuration :class:`~activities.providers.factory.ModelProviders` takes.
+    """
+    timeout = (settings.model_timeout_seconds * REQUEST_TIMEOUT_SHARE if settings.model_timeout_seconds
+               else DEFAULT_REQUEST_TIMEOUT_SECONDS)
+    return ProvidersConfig(
+        openai=EndpointConfig(base_url=settings.openai_base_url, api_key=settings.openai_api_key,
+                              timeout_seconds=timeout),
+        anthropic=EndpointConfig(base_url=settings.anthropic_base_url, api_key=settings.anthropic_api_key,
+                                 timeout_seconds=timeout),
+        local_base_url=settings.local_model_base_url,
+        local=ProvidersConfig().local.model_copy(update={"timeout_seconds": timeout}),
+    )
+
+
+def model_providers(settings: Settings) -> ModelProviders:
+    """Model spec -> provider, over the endpoints the settings configure (see :func:`providers_config`)."""
+    return ModelProviders(providers_config(settings))
 
 
 def artifact_store_for(endpoints: Endpoints, bucket: str | None = None) -> ArtifactStore:
@@ -204,15 +240,19 @@ async def run_worker(settings: Settings) -> None:
     """Connect everything and poll until SIGINT or SIGTERM, then drain and stop."""
     async with open_graph(settings, services=("postgres", "s3", "temporal")) as deps:
         client = await temporal_client(settings)
-        worker = build_worker(client, deps, task_queue=settings.temporal_task_queue)
+        providers = model_providers(settings)
+        worker = build_worker(client, deps, task_queue=settings.temporal_task_queue, providers=providers)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(signum, stop.set)
         # The embedded worker service waits for this line (dossier.services.worker.READY_LINE).
         logger.info("worker polling %s on %s", settings.temporal_task_queue, client.service_client.config.target_host)
-        async with worker:
-            await stop.wait()
+        try:
+            async with worker:
+                await stop.wait()
+        finally:
+            await providers.aclose()
         logger.info("worker stopped")
 
 
@@ -221,7 +261,9 @@ __all__ = [
     "artifact_store_for",
     "build_worker",
     "graph_deps",
+    "model_providers",
     "open_graph",
+    "providers_config",
     "run_worker",
     "temporal_client",
 ]

@@ -82,6 +82,34 @@ class Settings(BaseSettings):
     message_max_bytes: int = Field(default=4 * 1024 * 1024, ge=1)
     """Largest message, task or deferred answer accepted, in UTF-8 bytes (default 4 MiB)."""
 
+    openai_api_key: SecretStr | None = None
+    """API key for `openai:` models (the variable OpenAI's SDK reads too)."""
+
+    openai_base_url: str | None = None
+    """Base URL for `openai:` models, for another OpenAI-compatible server; unset means OpenAI's API."""
+
+    anthropic_api_key: SecretStr | None = None
+    """API key for `anthropic:` models."""
+
+    anthropic_base_url: str | None = None
+    """Base URL for `anthropic:` models (a proxy); unset means Anthropic's API."""
+
+    local_model_base_url: str | None = None
+    """OpenAI-compatible URL of the model server on this machine for `local:` models
+    (`http://127.0.0.1:PORT/v1`); unset means no local model service."""
+
+    model_timeout_seconds: float | None = Field(default=None, gt=0)
+    """Longest one model call may take before it is retried (the model-call activity's start-to-close
+    timeout); unset means the workflows' default of 10 minutes."""
+
+    @field_validator("openai_base_url", "anthropic_base_url", "local_model_base_url")
+    @classmethod
+    def _check_model_url(cls, value: str | None) -> str | None:
+        # An address without a scheme would make the SDK fail on the first call with a confusing error.
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError(f"a model API base URL starts with http:// or https://, got {value!r}")
+        return value
+
     @field_validator("dossier_home")
     @classmethod
     def _absolute_home(cls, value: Path) -> Path:

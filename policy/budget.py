@@ -70,3 +70,34 @@ def _item_cost(item: Item, counter: TokenCounter, opened: set[str]) -> int:
         return count_message(item.message, counter)
     header = 0 if item.section in opened else counter("\n" + SECTION_TITLES[item.section])
     return header + counter("\n" + BULLET + item.text)
+
+
+REASSEMBLY_MARGIN = 0.9
+"""Share of the provider's stated window a re-assembly aims at: counts differ between tokenizers
+(the assembly's tokens are the injected counter's; the provider counts its own, and the tool schemas)."""
+
+
+def reduced_budget(assembled_tokens: int, token_budget: int, limit_tokens: int | None = None,
+                   prompt_tokens: int | None = None) -> int:
+    """The budget to re-assemble within after a provider refused a context as too long for its window.
+
+    The refused context was ``assembled_tokens`` (our count) under ``token_budget``;
+    protected state may have pushed it over the budget, so the new budget starts
+    from the smaller of the two. When the provider stated its window and the
+    prompt's size (in its own tokens), the new budget scales by their ratio with
+    a margin; otherwise it halves.
+
+    Args:
+        assembled_tokens: the refused assembly's size.
+        token_budget: the budget it was assembled within.
+        limit_tokens: the model's window, as the provider stated it.
+        prompt_tokens: the refused prompt's size, as the provider counted it.
+
+    Returns:
+        A budget smaller than both ``assembled_tokens`` and ``token_budget`` (0 at least).
+    """
+    base = min(assembled_tokens, token_budget)
+    ratio = 0.5
+    if limit_tokens and prompt_tokens and prompt_tokens > limit_tokens:
+        ratio = limit_tokens / prompt_tokens * REASSEMBLY_MARGIN
+    return max(0, min(int(base * ratio), base - 1))

@@ -28,7 +28,8 @@ class DiscussionWorkflow:
                 turns.append(await workflow.execute_child_workflow(
                     AgentTurnWorkflow.run,
                     TurnInput(scope=request.scope, participant_id=participant_id,
-                              runtime_kind=RuntimeKind.DISCUSSION, token_budget=request.token_budget),
+                              runtime_kind=RuntimeKind.DISCUSSION, token_budget=request.token_budget,
+                              model_timeout_seconds=request.model_timeout_seconds),
                     id=child_id(f"round-{round_}-speaker-{index}"),
                 ))
         return DiscussionResult(turns=tuple(turns))

@@ -28,7 +28,7 @@ class MultiModelTurnWorkflow:
             workflow.execute_child_workflow(
                 AgentTurnWorkflow.run,
                 TurnInput(scope=request.scope, participant_id=participant_id, runtime_kind=RuntimeKind.MULTI_MODEL,
-                          token_budget=request.token_budget),
+                          token_budget=request.token_budget, model_timeout_seconds=request.model_timeout_seconds),
                 id=child_id(f"model-{index}"),
             )
             for index, participant_id in enumerate(request.participant_ids)

@@ -26,6 +26,6 @@ class ParentResumeWorkflow:
             AgentTurnWorkflow.run,
             TurnInput(scope=request.scope, participant_id=request.parent_participant_id,
                       runtime_kind=RuntimeKind.PARENT_RESUME, checkpoint_id=request.checkpoint_id,
-                      token_budget=request.token_budget),
+                      token_budget=request.token_budget, model_timeout_seconds=request.model_timeout_seconds),
             id=child_id("turn"),
         )

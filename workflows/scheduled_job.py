@@ -37,6 +37,7 @@ class ScheduledJobWorkflow:
         )
         return await workflow.execute_child_workflow(
             AgentTurnWorkflow.run,
-            TurnInput(scope=job.scope, participant_id=job.participant_id, runtime_kind=RuntimeKind.SCHEDULED_JOB),
+            TurnInput(scope=job.scope, participant_id=job.participant_id, runtime_kind=RuntimeKind.SCHEDULED_JOB,
+                      model_timeout_seconds=job.model_timeout_seconds),
             id=child_id("turn"),
         )

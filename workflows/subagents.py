@@ -57,7 +57,7 @@ class SubagentBatchWorkflow:
             resume = await workflow.execute_child_workflow(
                 ParentResumeWorkflow.run,
                 ParentResumeInput(scope=batch.scope, parent_participant_id=batch.parent_participant_id,
-                                  checkpoint_id=checkpoint_id),
+                                  checkpoint_id=checkpoint_id, model_timeout_seconds=batch.model_timeout_seconds),
                 id=child_id("resume"),
             )
         return SubagentBatchResult(children=tuple(outcomes), checkpoint_id=checkpoint_id, resume=resume)
@@ -69,7 +69,7 @@ class SubagentBatchWorkflow:
             result = await workflow.execute_child_workflow(
                 AgentTurnWorkflow.run,
                 TurnInput(scope=batch.scope, participant_id=task.participant_id,
-                          runtime_kind=RuntimeKind.SUBAGENT_CHILD),
+                          runtime_kind=RuntimeKind.SUBAGENT_CHILD, model_timeout_seconds=batch.model_timeout_seconds),
                 id=workflow_id,
                 execution_timeout=timedelta(seconds=task.timeout_seconds),
             )

@@ -12,6 +12,12 @@ A deferred tool (a document picker) parks the turn on a durable wait until
 ``answer_tool`` signals that the human's answer was captured; ``status``
 shows what it waits for. After ``rounds_per_run`` model calls the turn writes
 a tool-loop checkpoint and continues as new, carrying only ids.
+
+When the provider refuses a context as too long for the model's window, the
+turn re-assembles it once, in a new model run, within the smaller token
+budget the failure names (``contracts.CONTEXT_TOO_LONG_ERROR``), and keeps that
+budget for the rest of the turn; the refused run keeps the provider's error
+and the new assembly a decision saying why it is smaller.
 """
 
 from __future__ import annotations
@@ -20,13 +26,24 @@ from datetime import timedelta
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError
+from temporalio.exceptions import ActivityError, ApplicationError
 
-from workflows.options import ANSWER_CONFIRM_RETRY, ANSWER_CONFIRMED_PATCH, STEP_RETRY, STEP_TIMEOUT, TOOL_RETRY_INITIAL
+from workflows.options import (
+    ANSWER_CONFIRM_RETRY,
+    ANSWER_CONFIRMED_PATCH,
+    CONTEXT_REASSEMBLY_PATCH,
+    MODEL_HEARTBEAT_TIMEOUT,
+    MODEL_RETRY,
+    STEP_RETRY,
+    STEP_TIMEOUT,
+    TOOL_RETRY_INITIAL,
+    model_call_timeout,
+)
 
 with workflow.unsafe.imports_passed_through():
     from contracts import (
         ANSWER_TOOL_SIGNAL,
+        CONTEXT_TOO_LONG_ERROR,
         STATUS_QUERY,
         ActivityName,
         AnswerToolInput,
@@ -55,6 +72,8 @@ class AgentTurnWorkflow:
         self._waiting: set[str] = set()
         self._answered: set[str] = set()
         self._runs: list[str] = []
+        self._budget: int | None = None
+        """The turn's token budget: its input's, until a context refused as too long lowers it."""
 
     @workflow.signal(name=ANSWER_TOOL_SIGNAL)
     def answer_tool(self, answer: AnswerToolInput) -> None:
@@ -71,6 +90,7 @@ class AgentTurnWorkflow:
     async def run(self, turn: TurnInput) -> TurnResult:
         self._round = turn.round
         self._runs = list(turn.model_run_ids)
+        self._budget = turn.token_budget
         tool_call_ids: list[str] = []
         checkpoint_id = turn.checkpoint_id
         started = turn.round
@@ -85,6 +105,7 @@ class AgentTurnWorkflow:
                 workflow.logger.info("turn continues as new after %d model calls", self._round)
                 workflow.continue_as_new(turn.model_copy(update={
                     "round": self._round, "model_run_ids": tuple(self._runs), "checkpoint_id": checkpoint,
+                    "token_budget": self._budget,
                 }))
             step = await self._model_step(turn, checkpoint_id)
             checkpoint_id = None  # the restore is logged once, on the first call after it
@@ -99,9 +120,34 @@ class AgentTurnWorkflow:
                           participant_id=turn.participant_id)
 
     async def _model_step(self, turn: TurnInput, checkpoint_id: str | None) -> ModelStepResult:
+        self._round += 1
+        try:
+            return await self._model_run(turn, checkpoint_id, self._budget)
+        except ActivityError as error:
+            refused = self._refused_run(error)
+            if refused is None or not workflow.patched(CONTEXT_REASSEMBLY_PATCH):
+                raise
+            run_id, budget = refused
+        # Once: a context refused again within the smaller budget fails the turn with the provider's error.
+        workflow.logger.warning("model run %s: context too long for the model; re-assembling within %d tokens",
+                                run_id, budget)
+        self._budget = budget
+        return await self._model_run(turn, checkpoint_id, budget, reassembly_of=run_id)
+
+    def _refused_run(self, error: ActivityError) -> tuple[str, int] | None:
+        """``(run id, smaller budget)`` when the model call failed on a context too long for the model."""
+        cause = error.cause
+        if not isinstance(cause, ApplicationError) or cause.type != CONTEXT_TOO_LONG_ERROR or not cause.details:
+            return None
+        budget = cause.details[0]
+        if not isinstance(budget, int) or isinstance(budget, bool) or budget < 0:
+            return None
+        return self._runs[-1], budget
+
+    async def _model_run(self, turn: TurnInput, checkpoint_id: str | None, budget: int | None,
+                         reassembly_of: str | None = None) -> ModelStepResult:
         run_id = str(workflow.uuid4())
         self._runs.append(run_id)
-        self._round += 1
         await workflow.execute_activity(
             ActivityName.START_MODEL_RUN,
             ModelRunInput(scope=turn.scope, participant_id=turn.participant_id, model_run_id=run_id,
@@ -112,14 +158,17 @@ class AgentTurnWorkflow:
             ActivityName.ASSEMBLE_CONTEXT,
             AssembleInput(scope=turn.scope, participant_id=turn.participant_id, model_run_id=run_id,
                           assembly_id=str(workflow.uuid4()), runtime_kind=turn.runtime_kind, now=workflow.now(),
-                          token_budget=turn.token_budget, checkpoint_id=checkpoint_id),
+                          token_budget=budget, checkpoint_id=checkpoint_id,
+                          reassembly_of_model_run_id=reassembly_of),
             start_to_close_timeout=STEP_TIMEOUT, retry_policy=STEP_RETRY, result_type=AssembleResult,
         )
         return await workflow.execute_activity(
             ActivityName.CALL_MODEL,
             CallModelInput(scope=turn.scope, participant_id=turn.participant_id, model_run_id=run_id,
                            assembly_id=assembly.assembly_id, runtime_kind=turn.runtime_kind),
-            start_to_close_timeout=STEP_TIMEOUT, retry_policy=STEP_RETRY, result_type=ModelStepResult,
+            # A slow model is waited for; a dead worker is noticed by its missing heartbeats.
+            start_to_close_timeout=model_call_timeout(turn.model_timeout_seconds),
+            heartbeat_timeout=MODEL_HEARTBEAT_TIMEOUT, retry_policy=MODEL_RETRY, result_type=ModelStepResult,
         )
 
     async def _answer_committed(self, call: ToolCallInput) -> bool:

@@ -1,5 +1,9 @@
-"""Model providers: the contract (:mod:`activities.providers.base`) and the offline scripted provider.
+"""Model providers: the contract (:mod:`activities.providers.base`), the offline scripted models and the real ones.
 
-``provider_for("scripted:analyst")`` returns a provider and the model name to
-ask it for; real providers are a separate issue.
+``ModelProviders(config)("openai:gpt-4o-mini")`` returns a provider and the model
+name to ask it for (:mod:`activities.providers.factory`): ``scripted`` (offline,
+deterministic), ``openai`` and ``local`` (chat completions,
+:mod:`activities.providers.openai_compat`) and ``anthropic`` (Messages,
+:mod:`activities.providers.anthropic_messages`). Failures are sorted once, in
+:mod:`activities.providers.failures`.
 """

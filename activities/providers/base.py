@@ -1,24 +1,34 @@
 """The model-provider contract: an assembled context in, an answer or tool calls out.
 
 A participant's model is named by a spec ``"<provider>:<model>"``
-(``scripted:analyst``). :func:`provider_for` turns a spec into a provider and
-the model name to ask it for. Only the offline ``scripted`` provider exists
-so far; real providers are a separate issue.
+(``scripted:analyst``, ``openai:gpt-4o-mini``, ``anthropic:claude-sonnet-4-5``,
+``local:qwen2.5-coder-1.5b``). :func:`provider_for` turns a spec into a
+provider and the model name to ask it for, under the default (unconfigured)
+endpoints; the composition root builds a configured
+:class:`activities.providers.factory.ModelProviders` instead.
 
 Tool calls in a :class:`ModelResponse` carry canonical tool names
 (``workspace.read_csv``). A provider that offers tools over the OpenAI wire
 format gets wire names back (``workspace__read_csv``) and maps them with
 :func:`activities.tools.registry.canonical_name` before returning.
 
-Exceptions::
+Failures are sorted once, where the SDK's exception is caught
+(:mod:`activities.providers.failures`), into::
 
-    ProviderError            the model call failed
-    └── UnknownModelError    a malformed spec, an unknown provider or model (permanent)
+    ProviderError                  the model call failed (permanent unless a subclass says otherwise)
+    ├── UnknownModelError          a malformed spec, an unknown provider or model, an unconfigured endpoint
+    ├── ProviderRequestError       the provider refused the request: 400, 401, 403, 404... (permanent)
+    │   └── ContextTooLongError    the context is over the model's window (permanent; re-assemble smaller)
+    └── ProviderUnavailableError   a timeout, a lost connection, a 5xx or an overload (retryable)
+        └── RateLimitedError       429; ``retry_after`` is the wait the provider asked for
+
+:func:`activities.errors.sorted_failures` reads ``retryable`` and
+``retry_after`` off them: Temporal owns every retry.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict
@@ -35,7 +45,52 @@ class ProviderError(Exception):
 
 
 class UnknownModelError(ProviderError):
-    """The model spec is malformed, or names a provider or model that does not exist."""
+    """The model spec is malformed, or names a provider, model or endpoint that does not exist."""
+
+
+class ProviderRequestError(ProviderError):
+    """The provider refused the request as given (bad request, authentication, permission, unknown model).
+
+    Another attempt sends the same request and meets the same refusal, so it is permanent.
+    """
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        """The HTTP status the provider answered with, when there was one."""
+
+
+class ContextTooLongError(ProviderRequestError):
+    """The assembled context does not fit the model's context window.
+
+    Permanent for this assembly; the turn workflow re-assembles once within a
+    smaller token budget (see :func:`policy.budget.reduced_budget`).
+    """
+
+    def __init__(self, message: str, *, status: int | None = None, limit_tokens: int | None = None,
+                 prompt_tokens: int | None = None) -> None:
+        super().__init__(message, status=status)
+        self.limit_tokens = limit_tokens
+        """The model's window as the provider stated it, in its own tokens (``None``: not stated)."""
+        self.prompt_tokens = prompt_tokens
+        """The request's size as the provider counted it, in its own tokens (``None``: not stated)."""
+
+
+class ProviderUnavailableError(ProviderError):
+    """The provider could not answer now: a timeout, a lost connection, a 5xx or an overload."""
+
+    retryable = True
+
+    def __init__(self, message: str, *, status: int | None = None, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        """The HTTP status, when the provider answered at all."""
+        self.retry_after = retry_after
+        """Seconds the provider asked us to wait before the next attempt (``Retry-After``), if it said."""
+
+
+class RateLimitedError(ProviderUnavailableError):
+    """The provider rate-limited the call (429); the next attempt waits ``retry_after`` when given."""
 
 
 class ModelRequest(BaseModel):
@@ -53,6 +108,34 @@ class ModelRequest(BaseModel):
     """The assembled context: the runtime system message first, then the transcript window."""
     tools: tuple[dict, ...] = ()
     """OpenAI tool schemas from :meth:`activities.tools.registry.ToolRegistry.schemas`."""
+    cache_breakpoints: tuple[int, ...] = ()
+    """Indexes into ``messages`` after which a provider with explicit prompt caching should cache (the
+    assembly's ``epoch.cache_breakpoints``: system prompt, end of the epoch's prefix, last message)."""
+
+
+class ProviderUsage(BaseModel):
+    """Tokens as the provider reported them for one call; ``None`` where it reported nothing.
+
+    Kept as reported, not normalised: OpenAI's ``input_tokens`` (``prompt_tokens``) include the
+    cached ones, Anthropic's (``input_tokens``) exclude cache reads and writes.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    input_tokens: int | None = None
+    """Prompt tokens billed (OpenAI ``prompt_tokens``, Anthropic ``input_tokens``)."""
+    output_tokens: int | None = None
+    """Generated tokens (OpenAI ``completion_tokens``, Anthropic ``output_tokens``)."""
+    cache_read_tokens: int | None = None
+    """Prompt tokens read from the provider's cache (OpenAI ``prompt_tokens_details.cached_tokens``,
+    Anthropic ``cache_read_input_tokens``)."""
+    cache_write_tokens: int | None = None
+    """Prompt tokens written to the provider's cache (Anthropic ``cache_creation_input_tokens``; OpenAI
+    ``prompt_tokens_details.cache_write_tokens`` where reported)."""
+
+    def to_json(self) -> dict[str, int | None]:
+        """The four counts under their names, ``None`` included: what a ModelRun's ``usage`` stores."""
+        return self.model_dump(mode="json")
 
 
 class ModelResponse(BaseModel):
@@ -64,8 +147,8 @@ class ModelResponse(BaseModel):
     """Assistant text (``""`` when the model only calls tools)."""
     tool_calls: tuple[ToolCallRequest, ...] = ()
     """Tool calls, under canonical tool names; call ids are unique within the response."""
-    usage_prompt_tokens: int | None = None
-    """Prompt tokens as the provider billed them, when it reports them."""
+    usage: ProviderUsage = ProviderUsage()
+    """Tokens as the provider reported them (all ``None`` for the offline scripted models)."""
 
 
 class ModelProvider(Protocol):
@@ -106,8 +189,37 @@ def parse_model_spec(spec: str) -> tuple[str, str]:
     return provider, model
 
 
+def derived_call_id(run_id: str, index: int) -> str:
+    """The id of the ``index``-th tool call of a run whose provider gave it none: stable across retries."""
+    return f"call_{run_id[:8]}_{index}"
+
+
+def settled_call_ids(run_id: str, ids: Sequence[str | None]) -> list[str]:
+    """The provider's tool-call ids, kept; a missing, blank or repeated one replaced by :func:`derived_call_id`.
+
+    Args:
+        run_id: the model run (the derived ids are stable across its retries).
+        ids: the ids the provider returned, in call order.
+
+    Returns:
+        One id per call, unique within the response.
+    """
+    settled: list[str] = []
+    for index, call_id in enumerate(ids):
+        if not isinstance(call_id, str) or not call_id.strip() or call_id in settled:
+            call_id = derived_call_id(run_id, index)
+            while call_id in settled:  # a provider that used our derived form itself
+                call_id += "_"
+        settled.append(call_id)
+    return settled
+
+
 def provider_for(spec: str) -> tuple[ModelProvider, str]:
-    """The provider for a model spec, and the model name to ask it for.
+    """The provider for a model spec under default, unconfigured endpoints.
+
+    Only ``scripted`` works without configuration; ``openai:`` needs an API key or
+    a base URL and ``local:`` a base URL, which the composition root passes to
+    :class:`activities.providers.factory.ModelProviders`.
 
     Args:
         spec: ``"<provider>:<model>"``.
@@ -116,30 +228,29 @@ def provider_for(spec: str) -> tuple[ModelProvider, str]:
         ``(provider, model)``.
 
     Raises:
-        UnknownModelError: a malformed spec, a provider other than ``scripted``,
-            or a script that does not exist.
+        UnknownModelError: a malformed spec, an unknown provider, a script that
+            does not exist, or a provider whose endpoint is not configured.
     """
-    provider, model = parse_model_spec(spec)
-    if provider != "scripted":
-        raise UnknownModelError(
-            f"unknown model provider {provider!r} in {spec!r}: only 'scripted' is available; "
-            "real providers are a separate issue"
-        )
-    # Imported here: the scripted provider imports this module for the contract.
-    from activities.providers.scripted import ScriptedProvider
+    # Imported here: the providers import this module for the contract.
+    from activities.providers.factory import ModelProviders
 
-    scripted = ScriptedProvider()
-    scripted.check_model(model)
-    return scripted, model
+    return ModelProviders()(spec)
 
 
 __all__ = [
+    "ContextTooLongError",
     "ModelProvider",
     "ModelRequest",
     "ModelResponse",
     "ProviderError",
     "ProviderFactory",
+    "ProviderRequestError",
+    "ProviderUnavailableError",
+    "ProviderUsage",
+    "RateLimitedError",
     "UnknownModelError",
+    "derived_call_id",
     "parse_model_spec",
     "provider_for",
+    "settled_call_ids",
 ]

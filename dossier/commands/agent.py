@@ -23,7 +23,15 @@ from temporalio.client import WorkflowFailureError
 from temporalio.service import RPCError
 
 from dossier.cli import error_line, fail
-from dossier.client import ClientError, DossierClient, InvalidInputError, TurnOutcome, check_id, check_text
+from dossier.client import (
+    USAGE_KEYS,
+    ClientError,
+    DossierClient,
+    InvalidInputError,
+    TurnOutcome,
+    check_id,
+    check_text,
+)
 from dossier.settings import Settings
 
 STDIN = "-"
@@ -278,13 +286,20 @@ def _runs(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps([row.to_json() for row in rows], indent=2))
             return 0
-        print(f"{'model run':<36}  {'kind':<14} {'participant':<16} {'legacy':>6} {'dossier':>7}  workflow")
+        # Dossier's own count of what it sent next to what the provider billed ('-': not reported).
+        print(f"{'model run':<36}  {'kind':<14} {'participant':<16} {'model':<24} {'legacy':>6} {'dossier':>7} "
+              f"{'in':>7} {'out':>6} {'cached':>7} {'written':>7}  workflow")
         for row in rows:
+            usage = [_count(row.usage.get(key)) for key in USAGE_KEYS]
             print(f"{row.model_run_id:<36}  {row.runtime_kind:<14} {row.participant[:16]:<16} "
-                  f"{row.legacy_tokens if row.legacy_tokens is not None else '-':>6} "
-                  f"{row.assembled_tokens if row.assembled_tokens is not None else '-':>7}  {row.workflow_id}")
+                  f"{(row.model or '-')[:24]:<24} {_count(row.legacy_tokens):>6} {_count(row.assembled_tokens):>7} "
+                  f"{usage[0]:>7} {usage[1]:>6} {usage[2]:>7} {usage[3]:>7}  {row.workflow_id}")
         return 0
     return _run(_with_client(work))
+
+
+def _count(value: int | None) -> str:
+    return "-" if value is None else str(value)
 
 
 def _worker(args: argparse.Namespace) -> int:

@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from pydantic import BaseModel
 from temporalio.exceptions import ApplicationError
 
 from activities.errors import PromotionError, ToolOutcomeError, is_retryable, permanent, sorted_failures
-from activities.providers.base import ProviderError, UnknownModelError
+from activities.providers.base import (
+    ContextTooLongError,
+    ProviderError,
+    ProviderRequestError,
+    ProviderUnavailableError,
+    RateLimitedError,
+    UnknownModelError,
+)
 from activities.tools.base import ToolArgumentError, ToolExecutionError
 from policy.errors import DerivationError, UnknownParticipantError
 from store.errors import (
@@ -43,6 +52,8 @@ RETRY = [
     ArtifactStoreUnavailableError("S3 answered 503"),
     ToolExecutionError("timed out"),
     _FlakyProvider("rate limited"),
+    RateLimitedError("openai model 'm': HTTP 429 (rate limited)", status=429, retry_after=3.0),
+    ProviderUnavailableError("openai model 'm': HTTP 503 (service unavailable)", status=503),
     RuntimeError("a bug: retried until a fixed worker is deployed"),
 ]
 GIVE_UP = [
@@ -58,6 +69,8 @@ GIVE_UP = [
     PromotionError("not promotable"),
     ToolArgumentError("missing path"),
     UnknownModelError("scripted:nope"),
+    ProviderRequestError("openai model 'm': HTTP 401 (authentication failed)", status=401),
+    ContextTooLongError("anthropic model 'm': HTTP 400 (bad request): prompt is too long", status=400),
     _validation_error(),
 ]
 
@@ -116,3 +129,29 @@ async def test_sorted_failures_returns_the_result_and_keeps_the_name() -> None:
 
     assert await start_model_run(1) == 2
     assert start_model_run.__name__ == "start_model_run"
+
+
+async def test_a_retryable_error_that_names_a_wait_sets_temporals_next_retry_delay() -> None:
+    error = RateLimitedError("openai model 'm': HTTP 429 (rate limited)", status=429, retry_after=2.5)
+
+    @sorted_failures
+    async def call_model() -> None:
+        raise error
+
+    with pytest.raises(ApplicationError) as caught:
+        await call_model()
+    assert caught.value.next_retry_delay == timedelta(seconds=2.5)
+    assert not caught.value.non_retryable and caught.value.type == "RateLimitedError"
+    assert caught.value.__cause__ is error
+
+
+async def test_a_retryable_error_without_a_wait_passes_through_unchanged() -> None:
+    error = ProviderUnavailableError("openai model 'm': HTTP 500 (server error)", status=500)
+
+    @sorted_failures
+    async def call_model() -> None:
+        raise error
+
+    with pytest.raises(ProviderUnavailableError) as caught:
+        await call_model()
+    assert caught.value is error

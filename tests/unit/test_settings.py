@@ -12,7 +12,8 @@ from dossier.settings import Settings, to_asyncpg_url, to_libpq_url, with_databa
 ENV_VARS = [
     "DOSSIER_HOME", "DATABASE_URL", "S3_ENDPOINT", "S3_ACCESS_KEY", "S3_SECRET_KEY", "S3_REGION", "S3_SECURE",
     "S3_BUCKET", "TIKTOKEN_ENCODING", "TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "TEMPORAL_TASK_QUEUE",
-    "TEMPORAL_UI_PORT",
+    "TEMPORAL_UI_PORT", "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL",
+    "LOCAL_MODEL_BASE_URL", "MODEL_TIMEOUT_SECONDS",
 ]  # fmt: skip
 
 
@@ -110,7 +111,9 @@ def test_dotenv_is_read(clean_env: Path) -> None:
 
 @pytest.mark.parametrize(
     ("var", "value"),
-    [("DATABASE_URL", "mysql://root@h/db"), ("S3_ENDPOINT", "http://minio:9000"), ("TEMPORAL_UI_PORT", "0")],
+    [("DATABASE_URL", "mysql://root@h/db"), ("S3_ENDPOINT", "http://minio:9000"), ("TEMPORAL_UI_PORT", "0"),
+     ("OPENAI_BASE_URL", "api.openai.com/v1"), ("LOCAL_MODEL_BASE_URL", "127.0.0.1:8080"),
+     ("MODEL_TIMEOUT_SECONDS", "0")],
 )
 def test_bad_values_are_rejected(clean_env: Path, monkeypatch: pytest.MonkeyPatch, var: str, value: str) -> None:
     monkeypatch.setenv(var, value)
@@ -121,3 +124,29 @@ def test_bad_values_are_rejected(clean_env: Path, monkeypatch: pytest.MonkeyPatc
 def test_every_field_is_documented() -> None:
     undocumented = [name for name, field in Settings.model_fields.items() if not field.description]
     assert undocumented == []
+
+
+def test_model_endpoints_come_from_the_variables_the_sdks_read(clean_env: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from dossier.runtime import providers_config
+
+    assert (Settings().openai_api_key, Settings().local_model_base_url, Settings().model_timeout_seconds) == (
+        None, None, None)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-live")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:8000/v1")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-live")
+    monkeypatch.setenv("LOCAL_MODEL_BASE_URL", "http://127.0.0.1:8080/v1")
+    monkeypatch.setenv("MODEL_TIMEOUT_SECONDS", "120")
+    settings = Settings()
+    assert "sk-live" not in repr(settings) and "sk-ant-live" not in repr(settings)
+
+    config = providers_config(settings)
+
+    assert config.openai.base_url == "http://127.0.0.1:8000/v1"
+    assert config.openai.api_key is not None and config.openai.api_key.get_secret_value() == "sk-live"
+    assert config.anthropic.api_key is not None and config.anthropic.api_key.get_secret_value() == "sk-ant-live"
+    assert config.anthropic.base_url is None
+    local = config.endpoint("local")
+    assert (local.base_url, local.temperature) == ("http://127.0.0.1:8080/v1", 0.0)
+    # A request gives up before the model call's activity timeout does.
+    assert config.openai.timeout_seconds == local.timeout_seconds == pytest.approx(108.0)

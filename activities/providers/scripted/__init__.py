@@ -14,7 +14,13 @@ retried model call produces the same ids and captures stay idempotent.
 
 from __future__ import annotations
 
-from activities.providers.base import ModelRequest, ModelResponse, ProviderError, UnknownModelError
+from activities.providers.base import (
+    ModelRequest,
+    ModelResponse,
+    ProviderError,
+    UnknownModelError,
+    derived_call_id,
+)
 from activities.providers.scripted.context import read_context
 from activities.providers.scripted.lines import cite_only_shown
 from activities.providers.scripted.scripts import SCRIPTS
@@ -25,7 +31,7 @@ from policy.records import ToolCallRequest
 
 def call_id(run_id: str, index: int) -> str:
     """The id of the ``index``-th tool call a scripted run makes."""
-    return f"call_{run_id[:8]}_{index}"
+    return derived_call_id(run_id, index)
 
 
 def offered_tools(tools: tuple[dict, ...]) -> frozenset[str]:

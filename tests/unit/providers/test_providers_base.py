@@ -9,6 +9,7 @@ from activities.providers.base import (
     ModelRequest,
     ModelResponse,
     ProviderError,
+    ProviderUsage,
     UnknownModelError,
     parse_model_spec,
     provider_for,
@@ -50,8 +51,8 @@ def test_the_scripts_are_exactly_the_documented_ones():
     assert sorted(SCRIPTS) == SCRIPT_NAMES
 
 
-def test_real_providers_are_a_separate_issue():
-    with pytest.raises(UnknownModelError, match="real providers are a separate issue"):
+def test_real_providers_need_their_endpoint_configured():
+    with pytest.raises(UnknownModelError, match="the openai provider is not configured"):
         provider_for("openai:gpt-4.1")
 
 
@@ -83,7 +84,9 @@ def test_requests_and_responses_are_frozen_and_strict():
     with pytest.raises(pydantic.ValidationError):
         ModelResponse(text="", surprise=True)  # type: ignore[call-arg]
     assert ModelResponse(text="hi").tool_calls == ()
-    assert ModelResponse(text="hi").usage_prompt_tokens is None
+    assert ModelResponse(text="hi").usage == ProviderUsage()
+    assert ProviderUsage().to_json() == {"input_tokens": None, "output_tokens": None, "cache_read_tokens": None,
+                                         "cache_write_tokens": None}
 
 
 def test_requests_round_trip_as_json():
