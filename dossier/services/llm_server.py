@@ -62,6 +62,10 @@ def build_params(args: argparse.Namespace):  # noqa: ANN201 - xllamacpp.CommonPa
     params.cpuparams_batch.n_threads = args.threads
     # The GGUF's Jinja chat template renders `tools` and lets the server parse tool calls.
     params.use_jinja = True
+    params.offline = True  # never reach for a model hub: the file is local and verified
+    params.webui = False
+    # llama.cpp keeps older prompts' caches in RAM besides the slot's (8 GiB by default): bound it.
+    params.cache_ram_mib = 1024
     return params
 
 

