@@ -85,8 +85,8 @@ def ensure_services(settings: Settings, which: Iterable[str] = DEFAULT_SERVICES)
     records: dict[str, dict] = {}
     if not names:  # all external: no need to create DOSSIER_HOME or take the lock
         return _endpoints(settings, records)
-    if "llm" in names:
-        # A first download and assembly of the weights takes a minute: do it under the model
+    if "llm" in names and llm.running_record(read_state(settings.dossier_home).get("llm")) is None:
+        # A first download and assembly of the weights takes a while: do it under the model
         # file's own lock, so that callers who want other services are not held up meanwhile.
         llm.prepare(settings)
     with locked_state(settings.dossier_home) as state:
