@@ -87,7 +87,8 @@ def providers_config(settings: Settings) -> ProvidersConfig:
 
     Args:
         settings: the configuration (``OPENAI_API_KEY``, ``OPENAI_BASE_URL``, ``ANTHROPIC_API_KEY``,
-            ``ANTHROPIC_BASE_URL``, ``LOCAL_MODEL_BASE_URL``, ``MODEL_TIMEOUT_SECONDS``).
+            ``ANTHROPIC_BASE_URL``, ``LOCAL_MODEL_URL`` (set for the worker by ``dossier services up`` when the
+            embedded model runs), ``MODEL_TIMEOUT_SECONDS``).
 
     Returns:
         The configuration :class:`~activities.providers.factory.ModelProviders` takes.
@@ -99,7 +100,7 @@ def providers_config(settings: Settings) -> ProvidersConfig:
                               timeout_seconds=timeout),
         anthropic=EndpointConfig(base_url=settings.anthropic_base_url, api_key=settings.anthropic_api_key,
                                  timeout_seconds=timeout),
-        local_base_url=settings.local_model_base_url,
+        local_base_url=settings.local_model_url,
         local=ProvidersConfig().local.model_copy(update={"timeout_seconds": timeout}),
     )
 

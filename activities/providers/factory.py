@@ -77,7 +77,7 @@ class ModelProviders:
 def _check_configured(provider: str, endpoint: EndpointConfig) -> None:
     if provider == "local" and endpoint.base_url is None:
         raise UnknownModelError("the local model service is not configured: no local model base URL "
-                                "(start the embedded model server, or set LOCAL_MODEL_BASE_URL)")
+                                "(start the embedded model server, or set LOCAL_MODEL_URL)")
     if provider == "openai" and endpoint.api_key is None and endpoint.base_url is None:
         raise UnknownModelError("the openai provider is not configured: set OPENAI_API_KEY "
                                 "(and OPENAI_BASE_URL for another OpenAI-compatible server)")

@@ -1,7 +1,7 @@
 """`dossier demo`: the main job. A real multi-step agent session through every runtime mode.
 
-Brings up the embedded stack (Postgres, S3, the Temporal dev server and a
-worker), then drives one conversation with the offline scripted models
+Brings up the embedded stack (Postgres, S3, the Temporal dev server, the
+local model and a worker), then drives one conversation with the offline scripted models
 through real workflows and real tools: a multi-step analysis turn, a
 deferred file picker answered by the "user", a branch send, a multi-model
 turn, a subagent batch with parent resume, a moderated discussion and a

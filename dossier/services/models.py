@@ -29,6 +29,8 @@ class Endpoints:
         temporal_address: Temporal frontend `host:port`.
         temporal_namespace: Temporal namespace.
         temporal_ui_url: Temporal Web UI URL (embedded dev server only).
+        llm_url: OpenAI-compatible base URL of the local model server (`http://127.0.0.1:PORT/v1`).
+        llm_model: The model name to ask that server for.
     """
 
     database_url: str | None
@@ -41,6 +43,8 @@ class Endpoints:
     temporal_address: str | None
     temporal_namespace: str
     temporal_ui_url: str | None
+    llm_url: str | None = None
+    llm_model: str | None = None
 
     @property
     def sqlalchemy_url(self) -> str | None:
@@ -53,7 +57,7 @@ class ServiceStatus:
     """One row of `dossier services status`.
 
     Attributes:
-        name: Service name (`postgres`, `s3`, `temporal`).
+        name: Service name (`postgres`, `s3`, `temporal`, `llm`, `worker`).
         state: `running`, `stopped`, or `external` when configured in the environment.
         pid: Process id while running.
         endpoint: Where clients connect (URL or `host:port`), when known.

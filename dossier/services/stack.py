@@ -1,9 +1,9 @@
 """Orchestrates the embedded services: ensure, stop, report.
 
 A service whose address is configured in the environment (`DATABASE_URL`,
-`S3_ENDPOINT`, `TEMPORAL_ADDRESS`) is "external": it is used as is and never
-started or stopped here. Every other requested service is started from its
-wheel, or reused when its recorded process still runs.
+`S3_ENDPOINT`, `TEMPORAL_ADDRESS`, `LOCAL_MODEL_URL`) is "external": it is
+used as is and never started or stopped here. Every other requested service is
+started from its wheel, or reused when its recorded process still runs.
 """
 
 from __future__ import annotations
@@ -14,18 +14,19 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from types import ModuleType
 
-from dossier.services import postgres, s3, temporal, worker
+from dossier.services import llm, postgres, s3, temporal, worker
 from dossier.services.errors import ServiceConfigError
 from dossier.services.models import Endpoints, ServiceStatus
 from dossier.services.state import locked_state, read_state
 from dossier.settings import Settings
 
 #: Every service, in start order. Each module has NAME, start, stop and status.
-SERVICES: dict[str, ModuleType] = {m.NAME: m for m in (postgres, s3, temporal, worker)}
-#: What `ensure_services` starts unless told otherwise; Temporal and the worker are opt-in.
+#: The model server comes before the worker, so that a worker started with it is told its URL.
+SERVICES: dict[str, ModuleType] = {m.NAME: m for m in (postgres, s3, temporal, llm, worker)}
+#: What `ensure_services` starts unless told otherwise; Temporal, the model and the worker are opt-in.
 DEFAULT_SERVICES = ("postgres", "s3")
-#: What `dossier services up` starts: the whole runtime.
-FULL_STACK = ("postgres", "s3", "temporal", "worker")
+#: What `dossier services up` starts: the whole runtime, with the local model for real-model runs.
+FULL_STACK = ("postgres", "s3", "temporal", "llm", "worker")
 
 logger = logging.getLogger(__name__)
 
@@ -54,6 +55,7 @@ def is_external(settings: Settings, name: str) -> bool:
         "postgres": settings.database_url,
         "s3": settings.s3_endpoint,
         "temporal": settings.temporal_address,
+        "llm": settings.local_model_url,
         "worker": None,  # a worker is always ours: it serves this checkout's code
     }
     return configured[name] is not None
@@ -83,12 +85,19 @@ def ensure_services(settings: Settings, which: Iterable[str] = DEFAULT_SERVICES)
     records: dict[str, dict] = {}
     if not names:  # all external: no need to create DOSSIER_HOME or take the lock
         return _endpoints(settings, records)
+    if "llm" in names and llm.running_record(read_state(settings.dossier_home).get("llm")) is None:
+        # A first download and assembly of the weights takes a while: do it under the model
+        # file's own lock, so that callers who want other services are not held up meanwhile.
+        llm.prepare(settings)
     with locked_state(settings.dossier_home) as state:
         for name in names:
             began = time.monotonic()
             if name == "worker":
-                # The worker connects to the services started here, which it finds in its environment.
+                # The worker connects to the services started here, which it finds in its environment;
+                # the model server only when it runs (the worker does not need it to start).
                 needed = {n: state[n] for n in ("postgres", "s3", "temporal") if n in state}
+                if llm.running_record(state.get("llm")) is not None:
+                    needed["llm"] = state["llm"]
                 record = worker.start(settings, state.get(name), _endpoints(settings, needed))
             else:
                 record = SERVICES[name].start(settings, state.get(name))
@@ -100,6 +109,9 @@ def ensure_services(settings: Settings, which: Iterable[str] = DEFAULT_SERVICES)
 def _endpoints(settings: Settings, records: dict[str, dict]) -> Endpoints:
     pg = postgres.PostgresRecord.model_validate(records["postgres"]) if "postgres" in records else None
     tmp = temporal.TemporalRecord.model_validate(records["temporal"]) if "temporal" in records else None
+    model = llm.LlmRecord.model_validate(records["llm"]) if "llm" in records else None
+    llm_url, llm_model = (settings.local_model_url, settings.local_model_name) if settings.local_model_url else (
+        (model.url, model.model) if model else (None, None))
     s3_endpoint = s3_access = s3_secret = None
     s3_secure = False
     if settings.s3_endpoint is not None:
@@ -119,6 +131,8 @@ def _endpoints(settings: Settings, records: dict[str, dict]) -> Endpoints:
         temporal_address=settings.temporal_address or (tmp.address if tmp else None),
         temporal_namespace=settings.temporal_namespace,
         temporal_ui_url=tmp.ui_url if tmp else None,
+        llm_url=llm_url,
+        llm_model=llm_model,
     )
 
 

@@ -50,6 +50,8 @@ def worker_environment(settings: Settings, endpoints: Endpoints) -> dict[str, st
         "TEMPORAL_ADDRESS": endpoints.temporal_address,
         "TEMPORAL_NAMESPACE": endpoints.temporal_namespace,
         "TEMPORAL_TASK_QUEUE": settings.temporal_task_queue,
+        "LOCAL_MODEL_URL": endpoints.llm_url,
+        "LOCAL_MODEL_NAME": endpoints.llm_model,
         "DOSSIER_HOME": str(settings.dossier_home),
         "TIKTOKEN_ENCODING": settings.tiktoken_encoding,
         "TIKTOKEN_CACHE_DIR": os.environ.get("TIKTOKEN_CACHE_DIR", str(settings.dossier_home / "tiktoken-cache")),

@@ -10,6 +10,7 @@ import pytest
 from dossier.commands.services import format_table
 from dossier.services import ServiceConfigError, ServiceStatus, ensure_services, services_status, stop_services
 from dossier.services.state import locked_state, read_state
+from dossier.services.worker import worker_environment
 from dossier.settings import Settings
 
 
@@ -24,6 +25,9 @@ def external(tmp_path: Path) -> Settings:
         s3_secret_key="SK",
         s3_secure=True,
         temporal_address="temporal.example:7233",
+        local_model_url="http://llm.example:8080/v1",
+        local_model_name="some-model",
+        dossier_models_dir=tmp_path / "models",
     )
 
 
@@ -35,17 +39,31 @@ def test_configured_services_are_used_as_they_are(external: Settings) -> None:
     assert endpoints.s3_secure is True
     assert endpoints.temporal_address == "temporal.example:7233"
     assert endpoints.temporal_ui_url is None
+    # Like every configured service, the model server is reported even when not asked for.
+    assert (endpoints.llm_url, endpoints.llm_model) == ("http://llm.example:8080/v1", "some-model")
+    assert ensure_services(external, ["llm"]) == endpoints
     assert "SK" not in repr(endpoints)
     assert not external.dossier_home.exists()  # nothing to keep there
+    assert not external.dossier_models_dir.exists()  # nor weights to fetch
     # The worker is never external (it serves this checkout's code), and nothing started it.
-    assert [row.state for row in services_status(external)] == ["external"] * 3 + ["stopped"]
+    rows = services_status(external)
+    assert [row.name for row in rows] == ["postgres", "s3", "temporal", "llm", "worker"]
+    assert [row.state for row in rows] == ["external"] * 4 + ["stopped"]
+    assert rows[3].endpoint == "http://llm.example:8080/v1"
     assert stop_services(external) == []
+
+
+def test_a_worker_is_told_the_model_server(external: Settings) -> None:
+    env = worker_environment(external, ensure_services(external, ["postgres", "s3", "temporal", "llm"]))
+    assert (env["LOCAL_MODEL_URL"], env["LOCAL_MODEL_NAME"]) == ("http://llm.example:8080/v1", "some-model")
 
 
 def test_unknown_service_names_are_rejected(external: Settings) -> None:
     with pytest.raises(ServiceConfigError, match="bogus"):
         ensure_services(external, ["postgres", "bogus"])
     ensure_services(external, "s3")  # a bare name, not an iterable of letters
+    with pytest.raises(ServiceConfigError, match="model"):
+        ensure_services(external, ["model"])  # the service is called llm
 
 
 def test_state_file_is_private_and_survives_a_failed_block(tmp_path: Path) -> None:

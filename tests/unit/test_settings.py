@@ -13,7 +13,8 @@ ENV_VARS = [
     "DOSSIER_HOME", "DATABASE_URL", "S3_ENDPOINT", "S3_ACCESS_KEY", "S3_SECRET_KEY", "S3_REGION", "S3_SECURE",
     "S3_BUCKET", "TIKTOKEN_ENCODING", "TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "TEMPORAL_TASK_QUEUE",
     "TEMPORAL_UI_PORT", "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL",
-    "LOCAL_MODEL_BASE_URL", "MODEL_TIMEOUT_SECONDS",
+    "MODEL_TIMEOUT_SECONDS", "LOCAL_MODEL_URL", "LOCAL_MODEL_NAME", "LOCAL_MODEL_CONTEXT", "DOSSIER_MODELS_DIR",
+    "XDG_CACHE_HOME",
 ]  # fmt: skip
 
 
@@ -80,6 +81,28 @@ def test_defaults(clean_env: Path) -> None:
     )
 
 
+def test_local_model_defaults_to_the_embedded_server_and_a_user_cache(
+    clean_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(clean_env / "home"))
+    settings = Settings()
+    assert settings.local_model_url is None
+    assert (settings.local_model_name, settings.local_model_context) == ("qwen2.5-coder-1.5b-instruct", 8192)
+    # Shared by every checkout, not under DOSSIER_HOME: the weights are 1.1 GB.
+    assert settings.dossier_models_dir == clean_env / "home" / ".cache" / "dossier" / "models"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(clean_env / "xdg"))
+    assert Settings().dossier_models_dir == clean_env / "xdg" / "dossier" / "models"
+    monkeypatch.setenv("DOSSIER_MODELS_DIR", "weights")
+    assert Settings().dossier_models_dir == clean_env / "weights"  # made absolute
+
+
+def test_an_external_model_server_is_configured_by_url(clean_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LOCAL_MODEL_URL", "http://gpu-box:8080/v1/")
+    monkeypatch.setenv("LOCAL_MODEL_NAME", "qwen2.5-7b")
+    settings = Settings()
+    assert (settings.local_model_url, settings.local_model_name) == ("http://gpu-box:8080/v1", "qwen2.5-7b")
+
+
 def test_environment_overrides(clean_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DOSSIER_HOME", "data")
     monkeypatch.setenv("DATABASE_URL", "postgresql://root@127.0.0.1:5432/test")
@@ -112,8 +135,8 @@ def test_dotenv_is_read(clean_env: Path) -> None:
 @pytest.mark.parametrize(
     ("var", "value"),
     [("DATABASE_URL", "mysql://root@h/db"), ("S3_ENDPOINT", "http://minio:9000"), ("TEMPORAL_UI_PORT", "0"),
-     ("OPENAI_BASE_URL", "api.openai.com/v1"), ("LOCAL_MODEL_BASE_URL", "127.0.0.1:8080"),
-     ("MODEL_TIMEOUT_SECONDS", "0")],
+     ("OPENAI_BASE_URL", "api.openai.com/v1"), ("MODEL_TIMEOUT_SECONDS", "0"),
+     ("LOCAL_MODEL_URL", "127.0.0.1:8080"), ("LOCAL_MODEL_CONTEXT", "16")],
 )
 def test_bad_values_are_rejected(clean_env: Path, monkeypatch: pytest.MonkeyPatch, var: str, value: str) -> None:
     monkeypatch.setenv(var, value)
@@ -130,12 +153,12 @@ def test_model_endpoints_come_from_the_variables_the_sdks_read(clean_env: Path,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     from dossier.runtime import providers_config
 
-    assert (Settings().openai_api_key, Settings().local_model_base_url, Settings().model_timeout_seconds) == (
+    assert (Settings().openai_api_key, Settings().local_model_url, Settings().model_timeout_seconds) == (
         None, None, None)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-live")
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:8000/v1")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-live")
-    monkeypatch.setenv("LOCAL_MODEL_BASE_URL", "http://127.0.0.1:8080/v1")
+    monkeypatch.setenv("LOCAL_MODEL_URL", "http://127.0.0.1:8080/v1/")
     monkeypatch.setenv("MODEL_TIMEOUT_SECONDS", "120")
     settings = Settings()
     assert "sk-live" not in repr(settings) and "sk-ant-live" not in repr(settings)
