@@ -15,6 +15,7 @@ from activities.tools.base import (
     ToolError,
     ToolExecutionError,
     ToolResult,
+    ToolSchemaError,
     UnknownToolError,
 )
 from activities.tools.registry import ToolRegistry, canonical_name, wire_name
@@ -207,12 +208,15 @@ def test_registry_refuses_bad_tool_sets(tools, message):
         ToolRegistry(tools)
 
 
-def test_registry_refuses_schemas_it_cannot_enforce():
+def test_registry_refuses_invalid_schemas_with_a_typed_error():
     tool = RegisteredTool(spec=ToolSpec(name="t.x"), description="x",
-                          parameters={"type": "object", "properties": {"n": {"type": "integer", "pattern": "^1$"}}},
+                          parameters={"type": "object", "properties": {"n": {"type": "integer", "minimum": "one"}}},
                           run=_tool("t.y").run)
-    with pytest.raises(ValueError, match="unsupported JSON schema keyword"):
+    with pytest.raises(ToolSchemaError, match=r"t\.x\.parameters\.properties\.n\.minimum: invalid JSON schema"):
         ToolRegistry([tool])
+    with pytest.raises(ToolSchemaError, match="must be an object schema"):
+        ToolRegistry([RegisteredTool(spec=ToolSpec(name="t.z"), description="z", parameters={"type": "array"},
+                                     run=_tool("t.y").run)])
 
 
 def test_deferred_and_run_must_agree():
