@@ -9,7 +9,9 @@ same way, through this module and nothing else:
    in the settings and the policy metadata of the tool registry in force;
 4. build the model providers from the settings' endpoints and keys
    (:func:`model_providers`): activities never read the settings themselves;
-5. for a worker, register every workflow and activity on the task queue.
+5. for a worker, register every workflow and activity on the task queue, with the
+   built-in tools plus the ``@tool`` functions of the ``tool_modules`` the agents
+   file names (:func:`agent_tools`; a module that fails to import stops the start).
 
 Nothing here runs at import time. ``worker.py`` (and ``dossier worker``) call
 :func:`run_worker`; nothing imports ``worker.py``.
@@ -37,8 +39,10 @@ from activities.providers.factory import ModelProviders
 from activities.tokens import token_counter
 from activities.tools.registry import ToolRegistry, default_registry
 from activities.turns import TurnActivities
+from dossier.agents import AgentsFile, agents_for
 from dossier.services import DEFAULT_SERVICES, Endpoints, ensure_services
 from dossier.settings import Settings
+from dossier.tools import registry_with
 from policy.tokens import TokenCounter
 from store.artifacts import ArtifactStore
 from store.db import create_engine, create_sessionmaker
@@ -108,6 +112,24 @@ def providers_config(settings: Settings) -> ProvidersConfig:
 def model_providers(settings: Settings) -> ModelProviders:
     """Model spec -> provider, over the endpoints the settings configure (see :func:`providers_config`)."""
     return ModelProviders(providers_config(settings))
+
+
+def agent_tools(settings: Settings) -> tuple[AgentsFile, ToolRegistry]:
+    """The agents file in force and the tool registry it implies.
+
+    The registry is the built-in tools plus the ``@tool`` functions of every module the
+    agents list under ``tool_modules``; each agent's ``tools`` allow-list must name
+    registered tools (or tools of its MCP servers).
+
+    Raises:
+        AgentsFileError: a missing or bad agents file, or an allow-list naming an unknown tool.
+        ToolModuleError: a tool module failed to import.
+        ValueError: a tool clashes with another's name or has an invalid schema.
+    """
+    agents = agents_for(settings.dossier_agents_file)
+    registry = registry_with(agents.tool_modules(), search_path=[Path.cwd()])
+    agents.check_tools(registry.names())
+    return agents, registry
 
 
 def artifact_store_for(endpoints: Endpoints, bucket: str | None = None) -> ArtifactStore:
@@ -238,11 +260,20 @@ def build_worker(
 
 
 async def run_worker(settings: Settings) -> None:
-    """Connect everything and poll until SIGINT or SIGTERM, then drain and stop."""
-    async with open_graph(settings, services=("postgres", "s3", "temporal")) as deps:
+    """Connect everything and poll until SIGINT or SIGTERM, then drain and stop.
+
+    Raises:
+        AgentsFileError: a bad agents file (before any service is touched).
+        ToolModuleError: a tool module the agents file names failed to import.
+    """
+    agents, tools = agent_tools(settings)
+    if agents.agents:
+        logger.info("agents file %s: %d agent(s), %d tool(s)", agents.path, len(agents.agents), len(tools))
+    async with open_graph(settings, services=("postgres", "s3", "temporal"), tools=tools) as deps:
         client = await temporal_client(settings)
         providers = model_providers(settings)
-        worker = build_worker(client, deps, task_queue=settings.temporal_task_queue, providers=providers)
+        worker = build_worker(client, deps, task_queue=settings.temporal_task_queue, tools=tools,
+                              providers=providers)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGINT, signal.SIGTERM):
@@ -259,6 +290,7 @@ async def run_worker(settings: Settings) -> None:
 
 __all__ = [
     "SAMPLE_WORKSPACE",
+    "agent_tools",
     "artifact_store_for",
     "build_worker",
     "graph_deps",

@@ -26,7 +26,9 @@ worker registers the decorated tools of the modules an agents file lists under
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import Any, TypeVar, overload
 
 from activities.tools.base import RegisteredTool, ToolContext, ToolResult
@@ -82,12 +84,21 @@ def registered(fn: Callable[..., Any]) -> RegisteredTool:
     return found
 
 
-def load_tool_modules(modules: Iterable[str]) -> list[RegisteredTool]:
+def load_tool_modules(modules: Iterable[str], search_path: Iterable[Path] = ()) -> list[RegisteredTool]:
     """Import the named modules and collect their decorated tools (each tool once, in module order).
+
+    Args:
+        modules: dotted module names.
+        search_path: folders put at the front of ``sys.path`` first (the worker passes its working
+            directory, as ``python -m`` would, so a project's own modules import from a console script).
 
     Raises:
         ToolModuleError: a module failed to import (the message names it and the cause).
     """
+    modules = list(modules)
+    for folder in search_path if modules else ():
+        if str(folder) not in sys.path:
+            sys.path.insert(0, str(folder))
     tools: dict[int, RegisteredTool] = {}
     for name in modules:
         try:
@@ -99,14 +110,15 @@ def load_tool_modules(modules: Iterable[str]) -> list[RegisteredTool]:
     return list(tools.values())
 
 
-def registry_with(modules: Sequence[str] = (), extra: Iterable[RegisteredTool] = ()) -> ToolRegistry:
-    """The built-in tools plus the decorated tools of ``modules`` and ``extra``.
+def registry_with(modules: Sequence[str] = (), extra: Iterable[RegisteredTool] = (),
+                  search_path: Iterable[Path] = ()) -> ToolRegistry:
+    """The built-in tools plus the decorated tools of ``modules`` (see :func:`load_tool_modules`) and ``extra``.
 
     Raises:
         ToolModuleError: a module failed to import.
         ValueError: a name clash with a built-in tool, or an invalid tool.
     """
-    return ToolRegistry([*default_registry(), *load_tool_modules(modules), *extra])
+    return ToolRegistry([*default_registry(), *load_tool_modules(modules, search_path), *extra])
 
 
 __all__ = ["ToolContext", "ToolModuleError", "ToolResult", "load_tool_modules", "registered", "registry_with", "tool"]

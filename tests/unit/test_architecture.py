@@ -6,7 +6,6 @@
                                               ^                 ^
                                               +---- dossier ----+  <-  worker.py
     harness (scenarios, benchmarks): may import anything but worker.py; nothing imports it
-    examples (tool modules for agents files): dossier only
 
 Each row says which project packages a layer may import and which outside
 libraries it may not. ``policy/`` is also pure in what it calls: no clock,
@@ -63,8 +62,6 @@ LAYERS: dict[str, Layer] = {
     "dossier": Layer(frozenset(RUNTIME)),
     # The worker process's entry point; nothing imports it.
     "worker": Layer(frozenset({"dossier"})),
-    # User-facing examples (an agents file's tool module): written against the application's API only.
-    "examples": Layer(frozenset({"dossier"})),
     # Development harnesses drive everything from outside.
     "harness": Layer(frozenset({*RUNTIME, "dossier"})),
 }

@@ -1,1 +1,0 @@
-"""Examples: an agents file and a module of function tools (``examples.tools_example``)."""
