@@ -186,13 +186,14 @@ class TurnActivities:
         try:
             async with self.deps.sessions() as session:
                 participant = await conversations.get_participant(session, account, request.participant_id)
+                allowed = await conversations.participant_tools(session, account, request.participant_id)
                 stored = await get_context_assembly(session, account, request.assembly_id, with_messages=True)
             provider, model = self.providers(f"{participant.provider or 'scripted'}:{participant.model}")
             epoch = stored.record.epoch
             response = await _heartbeating(provider.generate(ModelRequest(
                 run_id=request.model_run_id, model=model, participant_name=participant.name,
                 messages=tuple(ChatMessage.from_openai(message) for message in stored.messages or ()),
-                tools=tuple(self.tools.schemas()), cache_breakpoints=epoch.cache_breakpoints if epoch else (),
+                tools=tuple(self.tools.schemas(allowed)), cache_breakpoints=epoch.cache_breakpoints if epoch else (),
             )))
         except ContextTooLongError as error:
             await self._fail_run(account, request.model_run_id, error)
@@ -299,7 +300,13 @@ class TurnActivities:
             return _step_result(earlier)
         async with self.deps.sessions() as session:
             call = await tool_store.get_tool_call(session, account, request.tool_call_id)
+            allowed = await conversations.participant_tools(session, account, call.participant_id)
         info = activity.info()
+        if allowed is not None and call.name not in allowed:
+            # The model was not offered it (its agent's allow-list): refused like an unknown tool, never run.
+            return await self._capture_failure(
+                account, call.id, f"UnknownToolError: {call.name} is not among this agent's tools "
+                f"({', '.join(allowed) or 'none'})", info.attempt)
         context = ToolContext(
             account_id=account, tool_call_id=call.id, attempt=info.attempt,
             workspace=self.workspace, artifacts=self.deps.artifacts, heartbeat=activity.heartbeat,

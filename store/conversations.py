@@ -245,6 +245,26 @@ async def get_participant(session: AsyncSession, account_id: str, participant_id
 
 
 @translate_errors
+async def participant_tools(session: AsyncSession, account_id: str, participant_id: str) -> tuple[str, ...] | None:
+    """The participant's tool allow-list (its agent's ``tools``, stored in ``config``).
+
+    Args:
+        session: the caller's session.
+        account_id: the owning account.
+        participant_id: the participant.
+
+    Returns:
+        The tool names it may be offered and may call; ``None`` when it has no allow-list (every tool).
+
+    Raises:
+        NotFoundError: no such participant in the account.
+    """
+    row = await get_row(session, Participant, account_id, participant_id)
+    tools = (row.config or {}).get("tools")
+    return tuple(str(name) for name in tools) if isinstance(tools, list) else None
+
+
+@translate_errors
 async def list_participants(session: AsyncSession, account_id: str, conversation_id: str) -> list[ParticipantRecord]:
     """Every participant of a conversation, by creation time (then id).
 

@@ -17,7 +17,7 @@ tool calls, so the rest of the runtime only ever sees canonical names.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from typing import Any
 
 from activities.tools import diag, files, human, table, workspace
@@ -95,8 +95,12 @@ class ToolRegistry:
         """The policy metadata of every tool, for capture and derivation."""
         return ToolCatalog(tools=tuple(tool.spec for tool in self))
 
-    def schemas(self) -> list[dict[str, Any]]:
-        """OpenAI ``tools`` entries, in name order, under wire names."""
+    def schemas(self, allowed: Collection[str] | None = None) -> list[dict[str, Any]]:
+        """OpenAI ``tools`` entries, in name order, under wire names.
+
+        Args:
+            allowed: offer only these tools (an agent's allow-list); ``None``: every tool.
+        """
         return [
             {
                 "type": "function",
@@ -107,6 +111,7 @@ class ToolRegistry:
                 },
             }
             for tool in self
+            if allowed is None or tool.name in allowed
         ]
 
     async def execute(self, name: str, context: ToolContext, arguments: dict[str, Any]) -> ToolResult:

@@ -36,6 +36,10 @@ tools = ["workspace.list_files", "workspace.read_csv", "table.aggregate", "files
 tool_modules = ["examples.tools_example"]
 token_budget = 9000
 route = { allowed = ["public", "user"], raw_allowed = ["public"] }
+
+[agents.narrow]
+model = "scripted:analyst"
+tools = ["workspace.list_files"]
 """
 
 
@@ -59,6 +63,7 @@ async def test_an_agents_participant_and_its_tool_module(
                            poll_seconds=0.2, agents=agents)
     async with worker:
         outcome = await client.chat("Which region drove Q3 2026 revenue?", model="helper")
+        narrow = await client.chat("Which region drove Q3 2026 revenue?", model="narrow")
     assert outcome.answer and outcome.participant == "Helper"
     async with deps.sessions() as session:
         row = (await session.execute(text(
@@ -70,3 +75,13 @@ async def test_an_agents_participant_and_its_tool_module(
     assert config["agent"] == "helper" and config["token_budget"] == 9000
     assert config["tools"][-1] == "examples.convert_units"
     assert config["route"] == {"allowed": ["public", "user"], "raw_allowed": ["public"]}
+    async with deps.sessions() as session:
+        calls = (await session.execute(text(
+            "SELECT name, status FROM tool_calls WHERE participant_id = :id"),
+            {"id": narrow.participant_id})).all()
+    # The scripted model calls only what it is offered: the allow-list's one tool.
+    assert calls and {name for name, _ in calls} == {"workspace.list_files"}
+    async with deps.sessions() as session:
+        helper_calls = set((await session.scalars(text("SELECT name FROM tool_calls WHERE participant_id = :id"),
+                                                  {"id": outcome.participant_id})).all())
+    assert len(helper_calls) > 1  # the wider agent used more than one tool

@@ -231,3 +231,9 @@ def test_registered_tools_are_immutable(registry):
     with pytest.raises(AttributeError):
         tool.max_attempts = 9  # type: ignore[misc]
     assert tool.spec.ttl is None or isinstance(tool.spec.ttl, timedelta)
+
+
+def test_schemas_offer_only_an_allow_list(registry):
+    offered = [entry["function"]["name"] for entry in registry.schemas(["workspace.read_csv", "files.write", "x.y"])]
+    assert offered == ["files__write", "workspace__read_csv"]
+    assert len(registry.schemas(None)) == len(registry) and registry.schemas(()) == []
