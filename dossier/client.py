@@ -64,7 +64,7 @@ from contracts import (
 )
 from activities.providers.base import ProviderError, ProviderFactory, parse_model_spec
 from dossier.agents import AgentDefinition, AgentsFile, agents_for
-from dossier.runtime import agent_tools, model_providers, open_graph, temporal_client
+from dossier.runtime import agent_endpoints, agent_tools, model_providers, open_graph, temporal_client
 from dossier.services import ensure_services
 from dossier.settings import Settings
 from policy.enums import MessageRole, RuntimeKind, ToolCallStatus, VisibilityScope
@@ -225,8 +225,14 @@ class DossierClient:
         """
         assert self.providers is not None  # set by __post_init__
         for spec in specs:
+            agent = self.agent(spec)
+            override = agent_endpoints(self.agents).get(spec) if agent is not None and self.agents else None
+            for_spec = getattr(self.providers, "for_spec", None)
             try:
-                self.providers(self.model_spec(spec))
+                if override is not None and for_spec is not None:
+                    for_spec(agent.model, override)  # the endpoint the worker will call for this agent
+                else:
+                    self.providers(self.model_spec(spec))
             except ProviderError as error:
                 raise ClientError(str(error)) from error
 

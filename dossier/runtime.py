@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from pathlib import Path
 
+from pydantic import SecretStr
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
@@ -132,6 +134,39 @@ def agent_tools(settings: Settings) -> tuple[AgentsFile, ToolRegistry]:
     return agents, registry
 
 
+def agent_endpoints(agents: AgentsFile, environ: Mapping[str, str] | None = None) -> dict[str, EndpointConfig]:
+    """Each agent's own endpoint (``endpoint`` in the agents file), its key read from the variable it names.
+
+    A variable that is unset gives no key (the call then fails as an unconfigured provider, naming it),
+    so one agent's missing key does not stop the worker serving the others.
+
+    Args:
+        agents: the agents file.
+        environ: the environment (default ``os.environ``).
+
+    Returns:
+        Agent name -> endpoint override (only agents with an ``endpoint`` table).
+    """
+    environ = os.environ if environ is None else environ
+    found: dict[str, EndpointConfig] = {}
+    for name, agent in agents.agents.items():
+        if agent.endpoint is None:
+            continue
+        fields: dict[str, object] = {}
+        if agent.endpoint.base_url is not None:
+            fields["base_url"] = agent.endpoint.base_url
+        if agent.endpoint.api_key_env is not None:
+            key = environ.get(agent.endpoint.api_key_env)
+            if key:
+                fields["api_key"] = SecretStr(key)
+            else:
+                logger.warning("agent %s: %s is not set; its model calls get no key of their own",
+                               name, agent.endpoint.api_key_env)
+        if fields:
+            found[name] = EndpointConfig(**fields)  # type: ignore[arg-type]
+    return found
+
+
 def artifact_store_for(endpoints: Endpoints, bucket: str | None = None) -> ArtifactStore:
     """The artifact store on the endpoints' S3 service.
 
@@ -224,6 +259,7 @@ def build_worker(
     tools: ToolRegistry | None = None,
     providers: ProviderFactory = provider_for,
     workspace: Path = SAMPLE_WORKSPACE,
+    agent_endpoints: Mapping[str, EndpointConfig] | None = None,
     workflow_failure_exception_types: Sequence[type[BaseException]] = (),
 ) -> Worker:
     """A worker with every Dossier workflow and activity registered.
@@ -236,6 +272,7 @@ def build_worker(
             have been built for it.
         providers: model spec -> provider.
         workspace: the data folder the workspace tools read.
+        agent_endpoints: agent name -> its own endpoint (:func:`agent_endpoints`).
         workflow_failure_exception_types: fail workflows (not just tasks) on these (tests).
 
     Returns:
@@ -249,7 +286,8 @@ def build_worker(
     if missing:
         raise ValueError(f"the graph dependencies were built without the specs of {missing}: "
                          "build them with dossier.runtime.graph_deps(tools=...) or open_graph(tools=...)")
-    activities = TurnActivities(deps=deps, tools=tools, workspace=workspace, providers=providers)
+    activities = TurnActivities(deps=deps, tools=tools, workspace=workspace, providers=providers,
+                                agent_endpoints=dict(agent_endpoints or {}))
     return Worker(
         client,
         task_queue=task_queue,
@@ -273,7 +311,7 @@ async def run_worker(settings: Settings) -> None:
         client = await temporal_client(settings)
         providers = model_providers(settings)
         worker = build_worker(client, deps, task_queue=settings.temporal_task_queue, tools=tools,
-                              providers=providers)
+                              providers=providers, agent_endpoints=agent_endpoints(agents))
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGINT, signal.SIGTERM):
@@ -290,6 +328,7 @@ async def run_worker(settings: Settings) -> None:
 
 __all__ = [
     "SAMPLE_WORKSPACE",
+    "agent_endpoints",
     "agent_tools",
     "artifact_store_for",
     "build_worker",
