@@ -20,8 +20,8 @@ AGENTS = parse_agents('[agents.demo]\nmodel = "scripted:analyst"\nsystem_prompt 
 
 
 def _client(agents=AGENTS) -> DossierClient:
-    return DossierClient(deps=None, temporal=None, settings=Settings(_env_file=None), account_id="a",  # type: ignore[arg-type]
-                         providers=ModelProviders(), agents=agents)
+    return DossierClient(deps=None, temporal=None,  # type: ignore[arg-type]
+                         settings=Settings(_env_file=None), account_id="a", providers=ModelProviders(), agents=agents)
 
 
 def test_a_name_without_a_colon_is_an_agent():
@@ -64,8 +64,8 @@ def test_an_agent_with_its_own_endpoint_needs_no_installation_endpoint(monkeypat
 
 def test_the_model_call_uses_the_agents_endpoint():
     providers = ModelProviders()
-    activities = TurnActivities(deps=None, tools=default_registry(), workspace=Path("."), providers=providers,  # type: ignore[arg-type]
-                                agent_endpoints=agent_endpoints(ENDPOINTS, {}))
+    activities = TurnActivities(deps=None, tools=default_registry(), workspace=Path("."),  # type: ignore[arg-type]
+                                providers=providers, agent_endpoints=agent_endpoints(ENDPOINTS, {}))
     provider, model = activities._provider("openai:llama3.1", "ollama")
     assert model == "llama3.1"
     with pytest.raises(UnknownModelError):

@@ -65,7 +65,8 @@ def test_a_good_file_parses_into_typed_definitions():
     assert bare.tools is None and bare.route is None and bare.system_prompt == ""
     assert agents.tool_modules() == ["examples.tools_example"]
     config = analyst.participant_config()
-    assert config["agent"] == "analyst" and config["route"] == {"allowed": ["public", "user"], "raw_allowed": ["public"]}
+    assert config["agent"] == "analyst"
+    assert config["route"] == {"allowed": ["public", "user"], "raw_allowed": ["public"]}
     assert config["tools"] == ["workspace.read_csv", "files.mcp_read"] and "model" not in config
 
 

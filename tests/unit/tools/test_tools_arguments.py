@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from activities.tools.arguments import check_schema, validate_arguments
@@ -121,7 +123,8 @@ def test_any_of_accepts_either_form_and_names_the_argument_otherwise():
 
 def test_pattern_and_format():
     validate_arguments(RICH, {"code": "abc-12", "when": "2026-03-01"})
-    with pytest.raises(ToolArgumentError, match=r"code must match the pattern '\^\[a-z\]\{3\}-\[0-9\]\+\$', got 'ab-1'"):
+    pattern = re.escape("code must match the pattern '^[a-z]{3}-[0-9]+$', got 'ab-1'")
+    with pytest.raises(ToolArgumentError, match=pattern):
         validate_arguments(RICH, {"code": "ab-1"})
     with pytest.raises(ToolArgumentError, match="when must be a valid date, got '2026-13-45'"):
         validate_arguments(RICH, {"when": "2026-13-45"})
@@ -134,5 +137,5 @@ def test_nested_objects_are_checked_and_completed_at_every_depth():
         validate_arguments(RICH, {"filter": {"region": {}}})
     with pytest.raises(ToolArgumentError, match=r"filter\.region\.name must not be shorter than 2"):
         validate_arguments(RICH, {"filter": {"region": {"name": "n"}}})
-    with pytest.raises(ToolArgumentError, match=r"filter\.region\.name must be a finite number|finite"):
+    with pytest.raises(ToolArgumentError, match=r"^filter\.region\.name must be a finite number, got inf$"):
         validate_arguments(RICH, {"filter": {"region": {"name": float("inf")}}})
