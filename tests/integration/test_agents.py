@@ -10,18 +10,25 @@ from __future__ import annotations
 
 import json
 import uuid
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
-from temporalio.testing import WorkflowEnvironment
+from temporalio.testing import ActivityEnvironment, WorkflowEnvironment
 
+from activities.ingest import begin_tool_call
 from activities.tokens import token_counter
+from activities.tools.registry import default_registry
+from activities.turns import TurnActivities
+from contracts import ToolCallInput
 from dossier.client import DossierClient
-from dossier.runtime import agent_tools, build_worker, graph_deps
+from dossier.runtime import SAMPLE_WORKSPACE, agent_tools, build_worker, graph_deps
 from dossier.settings import Settings
+from policy.enums import RuntimeKind, ToolCallStatus
 from store import conversations
+from store import tools as tool_store
 from store.artifacts import ArtifactStore
 
 pytestmark = pytest.mark.integration
@@ -85,3 +92,29 @@ async def test_an_agents_participant_and_its_tool_module(
         helper_calls = set((await session.scalars(text("SELECT name FROM tool_calls WHERE participant_id = :id"),
                                                   {"id": outcome.participant_id})).all())
     assert len(helper_calls) > 1  # the wider agent used more than one tool
+
+
+async def test_execute_tool_refuses_a_tool_outside_the_allow_list_without_running_it(
+    sessions: async_sessionmaker[AsyncSession], artifact_store: ArtifactStore,
+) -> None:
+    deps = graph_deps(sessions, artifact_store, token_counter())
+    async with deps.sessions() as session, session.begin():
+        account_id = await conversations.create_account(session, name="allow-list test")
+        conversation = await conversations.create_conversation(session, account_id, title="allow-list")
+        participant = await conversations.add_participant(
+            session, account_id, conversation.id, name="Narrow", provider="scripted", model="analyst",
+            config={"agent": "narrow", "tools": ["workspace.list_files"]})
+    calls = []
+    for key, name in (("refused", "workspace.read_csv"), ("allowed", "workspace.list_files")):
+        calls.append(await begin_tool_call(
+            deps, account_id, conversation.id, conversation.root_branch_id, participant.id, call_id=f"call_{key}",
+            name=name, arguments={}, runtime_kind=RuntimeKind.CHAT, at=datetime.now(UTC)))
+    activities = TurnActivities(deps=deps, tools=default_registry(), workspace=SAMPLE_WORKSPACE)
+    refused, allowed = [await ActivityEnvironment().run(activities.execute_tool,
+                                                        ToolCallInput(account_id=account_id, tool_call_id=call.id))
+                        for call in calls]
+    assert (refused.status, allowed.status) == ("failed", "succeeded")
+    async with deps.sessions() as session:
+        row = await tool_store.get_tool_call(session, account_id, refused.tool_call_id)
+    assert row.status is ToolCallStatus.FAILED and row.attempts == 1
+    assert "workspace.read_csv is not among this agent's tools (workspace.list_files)" in (row.last_error or "")
