@@ -19,8 +19,15 @@ Each ``[agents.NAME]`` table defines one agent::
     tools = ["read"]
 
 ``endpoint.api_key_env`` names the environment variable that holds the key:
-a key itself is refused in the file. ``route`` is parsed and stored with the
-participant; the policy does not act on it yet.
+a key itself is refused in the file.
+
+Where a model spec is taken (``dossier chat --model NAME``, ``DossierClient.chat(model=NAME)``),
+a name without ``:`` is an agent: its participant gets the agent's model and
+system prompt, and its ``config`` stores the rest of the definition. In force
+today: the ``tools`` allow-list (what the model is offered and what
+``execute_tool`` runs), ``endpoint`` (its model calls), ``tool_modules`` (the
+worker registers their tools at start). Parsed and stored only: ``route`` (the
+policy does not act on it yet), ``token_budget``, ``skills``, ``mcp_servers``.
 
 Every problem is an :class:`AgentsFileError` naming the file, the agent and the field.
 The file is :attr:`~dossier.settings.Settings.dossier_agents_file` (``DOSSIER_AGENTS_FILE``),
