@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +44,14 @@ from activities.ingest import (
     record_attempt_failure,
 )
 from activities.promotion import promotable_calls, promote_child_results
-from activities.providers.base import ContextTooLongError, ModelRequest, ProviderFactory, provider_for
+from activities.providers.base import (
+    ContextTooLongError,
+    ModelProvider,
+    ModelRequest,
+    ProviderFactory,
+    provider_for,
+)
+from activities.providers.config import EndpointConfig
 from activities.tools.base import ToolContext, ToolError, UnknownToolError
 from activities.tools.registry import ToolRegistry, canonical_name
 from contracts import (
@@ -106,6 +113,17 @@ class TurnActivities:
     workspace: Path
     """The read-only data folder the workspace tools read."""
     providers: ProviderFactory = provider_for
+    agent_endpoints: Mapping[str, EndpointConfig] = field(default_factory=dict)
+    """Agent name -> its own endpoint (base URL, key), over the installation's; built by the composition
+    root from the agents file and the environment, so activities never read either."""
+
+    def _provider(self, spec: str, agent: object) -> tuple[ModelProvider, str]:
+        """The provider for a participant's spec, over its agent's own endpoint when it has one."""
+        override = self.agent_endpoints.get(agent) if isinstance(agent, str) else None
+        for_spec = getattr(self.providers, "for_spec", None)
+        if override is not None and for_spec is not None:
+            return for_spec(spec, override)
+        return self.providers(spec)
 
     # ------------------------------------------------------------------ model runs
 
@@ -186,13 +204,16 @@ class TurnActivities:
         try:
             async with self.deps.sessions() as session:
                 participant = await conversations.get_participant(session, account, request.participant_id)
+                config = await conversations.participant_config(session, account, request.participant_id)
                 stored = await get_context_assembly(session, account, request.assembly_id, with_messages=True)
-            provider, model = self.providers(f"{participant.provider or 'scripted'}:{participant.model}")
+            allowed = conversations.allowed_tools(config)
+            provider, model = self._provider(f"{participant.provider or 'scripted'}:{participant.model}",
+                                             config.get("agent"))
             epoch = stored.record.epoch
             response = await _heartbeating(provider.generate(ModelRequest(
                 run_id=request.model_run_id, model=model, participant_name=participant.name,
                 messages=tuple(ChatMessage.from_openai(message) for message in stored.messages or ()),
-                tools=tuple(self.tools.schemas()), cache_breakpoints=epoch.cache_breakpoints if epoch else (),
+                tools=tuple(self.tools.schemas(allowed)), cache_breakpoints=epoch.cache_breakpoints if epoch else (),
             )))
         except ContextTooLongError as error:
             await self._fail_run(account, request.model_run_id, error)
@@ -299,7 +320,13 @@ class TurnActivities:
             return _step_result(earlier)
         async with self.deps.sessions() as session:
             call = await tool_store.get_tool_call(session, account, request.tool_call_id)
+            allowed = await conversations.participant_tools(session, account, call.participant_id)
         info = activity.info()
+        if allowed is not None and call.name not in allowed:
+            # The model was not offered it (its agent's allow-list): refused like an unknown tool, never run.
+            return await self._capture_failure(
+                account, call.id, f"UnknownToolError: {call.name} is not among this agent's tools "
+                f"({', '.join(allowed) or 'none'})", info.attempt)
         context = ToolContext(
             account_id=account, tool_call_id=call.id, attempt=info.attempt,
             workspace=self.workspace, artifacts=self.deps.artifacts, heartbeat=activity.heartbeat,

@@ -63,7 +63,8 @@ from contracts import (
     WorkflowName,
 )
 from activities.providers.base import ProviderError, ProviderFactory, parse_model_spec
-from dossier.runtime import model_providers, open_graph, temporal_client
+from dossier.agents import AgentDefinition, AgentsFile, agents_for
+from dossier.runtime import agent_endpoints, agent_tools, model_providers, open_graph, temporal_client
 from dossier.services import ensure_services
 from dossier.settings import Settings
 from policy.enums import MessageRole, RuntimeKind, ToolCallStatus, VisibilityScope
@@ -160,22 +161,49 @@ class DossierClient:
     poll_seconds: float = 1.0
     providers: ProviderFactory | None = None
     """Model spec -> provider, to check a spec before anything is written (default: from ``settings``)."""
+    agents: AgentsFile | None = None
+    """The agents a name may stand for where a model spec is taken (default: the settings' agents file)."""
     _progress_shown: set[str] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         if self.providers is None:
             self.providers = model_providers(self.settings)
+        if self.agents is None:
+            self.agents = agents_for(self.settings.dossier_agents_file)
+
+    def agent(self, spec: str) -> AgentDefinition | None:
+        """The agent ``spec`` names: a name without ``:`` that the agents file defines (else ``None``).
+
+        Raises:
+            ClientError: a name without ``:`` that is not a defined agent either.
+        """
+        if ":" in spec:
+            return None
+        found = self.agents.get(spec) if self.agents is not None else None
+        if found is None:
+            known = ", ".join(sorted(self.agents.agents)) if self.agents is not None else ""
+            raise ClientError(f"{spec!r} is neither a model spec ('<provider>:<model>', e.g. 'scripted:analyst') "
+                              f"nor an agent of {self.agents.path if self.agents else 'the agents file'}"
+                              f"{' (agents: ' + known + ')' if known else ''}")
+        return found
+
+    def model_spec(self, spec: str) -> str:
+        """The model spec behind a model spec or an agent name."""
+        found = self.agent(spec)
+        return found.model if found is not None else spec
 
     @classmethod
     @asynccontextmanager
     async def connect(cls, settings: Settings, *, account_id: str | None = None) -> AsyncIterator[DossierClient]:
         """Connect to Postgres, S3 and Temporal (starting the embedded ones as needed)."""
         endpoints = await asyncio.to_thread(ensure_services, settings, ("postgres", "s3", "temporal"))
-        async with open_graph(settings) as deps:
+        # The worker's registry (built-in tools and the agents' tool modules): its catalog is what capture reads.
+        agents, tools = agent_tools(settings)
+        async with open_graph(settings, tools=tools) as deps:
             client = await temporal_client(settings)
             account = account_id or await _local_account(deps, settings)
             yield cls(deps=deps, temporal=client, settings=settings, account_id=account,
-                      ui_base=endpoints.temporal_ui_url)
+                      ui_base=endpoints.temporal_ui_url, agents=agents)
 
     # ------------------------------------------------------------------ links
 
@@ -197,8 +225,14 @@ class DossierClient:
         """
         assert self.providers is not None  # set by __post_init__
         for spec in specs:
+            agent = self.agent(spec)
+            override = agent_endpoints(self.agents).get(spec) if agent is not None and self.agents else None
+            for_spec = getattr(self.providers, "for_spec", None)
             try:
-                self.providers(spec)
+                if override is not None and for_spec is not None:
+                    for_spec(agent.model, override)  # the endpoint the worker will call for this agent
+                else:
+                    self.providers(self.model_spec(spec))
             except ProviderError as error:
                 raise ClientError(str(error)) from error
 
@@ -237,14 +271,23 @@ class DossierClient:
 
     async def participant(self, scope: Scope, spec: str, *, name: str | None = None, role: str = "assistant",
                           parent_participant_id: str | None = None, system_prompt: str = "") -> str:
-        """The conversation's participant for a model spec and name, created on first use.
+        """The conversation's participant for a model spec (or an agent's name) and name, created on first use.
+
+        An agent's participant gets the agent's model, system prompt (unless one is given) and a
+        ``config`` holding the rest of its definition (``agent``, the ``tools`` allow-list, ``route``,
+        ``token_budget``, ``endpoint``...); its default display name is the agent's name.
 
         Raises:
-            ClientError: a spec no provider serves (checked here, before any workflow starts).
+            ClientError: a spec no provider serves, or a name that is no agent (checked here, before any
+                workflow starts).
         """
         self._check_models(spec)
-        provider, model = parse_model_spec(spec)
+        agent = self.agent(spec)
+        provider, model = parse_model_spec(agent.model if agent is not None else spec)
         name = name or default_name(spec)
+        if agent is not None and not system_prompt:
+            system_prompt = agent.system_prompt
+        config = agent.participant_config() if agent is not None else {}
         async with self.deps.sessions() as session, session.begin():
             for existing in await conversations.list_participants(session, self.account_id, scope.conversation_id):
                 if (existing.provider, existing.model, existing.name) == (provider, model, name):
@@ -252,7 +295,7 @@ class DossierClient:
             created = await conversations.add_participant(
                 session, self.account_id, scope.conversation_id, name=name, role=role, provider=provider,
                 model=model, system_prompt=system_prompt or f"You are {name}. Use your tools; cite result ids.",
-                parent_participant_id=parent_participant_id,
+                parent_participant_id=parent_participant_id, config=config,
             )
         return created.id
 
@@ -386,7 +429,7 @@ class DossierClient:
         message_id = await self.say(scope, text)
         tasks = []
         for index, (spec, task) in enumerate(children):
-            _, model = parse_model_spec(spec)
+            model = parse_model_spec(spec)[1] if ":" in spec else spec  # an agent's children are named after it
             child = await self.participant(scope, spec, name=f"{model}-{index + 1}", role="subagent",
                                            parent_participant_id=parent)
             # The task is the child's alone: the parent gets the promoted result, not the child's thread.

@@ -9,7 +9,9 @@ same way, through this module and nothing else:
    in the settings and the policy metadata of the tool registry in force;
 4. build the model providers from the settings' endpoints and keys
    (:func:`model_providers`): activities never read the settings themselves;
-5. for a worker, register every workflow and activity on the task queue.
+5. for a worker, register every workflow and activity on the task queue, with the
+   built-in tools plus the ``@tool`` functions of the ``tool_modules`` the agents
+   file names (:func:`agent_tools`; a module that fails to import stops the start).
 
 Nothing here runs at import time. ``worker.py`` (and ``dossier worker``) call
 :func:`run_worker`; nothing imports ``worker.py``.
@@ -19,12 +21,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from pathlib import Path
 
+from pydantic import SecretStr
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
@@ -37,8 +41,10 @@ from activities.providers.factory import ModelProviders
 from activities.tokens import token_counter
 from activities.tools.registry import ToolRegistry, default_registry
 from activities.turns import TurnActivities
+from dossier.agents import AgentsFile, agents_for
 from dossier.services import DEFAULT_SERVICES, Endpoints, ensure_services
 from dossier.settings import Settings
+from dossier.tools import registry_with
 from policy.tokens import TokenCounter
 from store.artifacts import ArtifactStore
 from store.db import create_engine, create_sessionmaker
@@ -108,6 +114,57 @@ def providers_config(settings: Settings) -> ProvidersConfig:
 def model_providers(settings: Settings) -> ModelProviders:
     """Model spec -> provider, over the endpoints the settings configure (see :func:`providers_config`)."""
     return ModelProviders(providers_config(settings))
+
+
+def agent_tools(settings: Settings) -> tuple[AgentsFile, ToolRegistry]:
+    """The agents file in force and the tool registry it implies.
+
+    The registry is the built-in tools plus the ``@tool`` functions of every module the
+    agents list under ``tool_modules``; each agent's ``tools`` allow-list must name
+    registered tools (or tools of its MCP servers).
+
+    Raises:
+        AgentsFileError: a missing or bad agents file, or an allow-list naming an unknown tool.
+        ToolModuleError: a tool module failed to import.
+        ValueError: a tool clashes with another's name or has an invalid schema.
+    """
+    agents = agents_for(settings.dossier_agents_file)
+    registry = registry_with(agents.tool_modules(), search_path=[Path.cwd()])
+    agents.check_tools(registry.names())
+    return agents, registry
+
+
+def agent_endpoints(agents: AgentsFile, environ: Mapping[str, str] | None = None) -> dict[str, EndpointConfig]:
+    """Each agent's own endpoint (``endpoint`` in the agents file), its key read from the variable it names.
+
+    A variable that is unset gives no key (the call then fails as an unconfigured provider, naming it),
+    so one agent's missing key does not stop the worker serving the others.
+
+    Args:
+        agents: the agents file.
+        environ: the environment (default ``os.environ``).
+
+    Returns:
+        Agent name -> endpoint override (only agents with an ``endpoint`` table).
+    """
+    environ = os.environ if environ is None else environ
+    found: dict[str, EndpointConfig] = {}
+    for name, agent in agents.agents.items():
+        if agent.endpoint is None:
+            continue
+        fields: dict[str, object] = {}
+        if agent.endpoint.base_url is not None:
+            fields["base_url"] = agent.endpoint.base_url
+        if agent.endpoint.api_key_env is not None:
+            key = environ.get(agent.endpoint.api_key_env)
+            if key:
+                fields["api_key"] = SecretStr(key)
+            else:
+                logger.warning("agent %s: %s is not set; its model calls get no key of their own",
+                               name, agent.endpoint.api_key_env)
+        if fields:
+            found[name] = EndpointConfig(**fields)  # type: ignore[arg-type]
+    return found
 
 
 def artifact_store_for(endpoints: Endpoints, bucket: str | None = None) -> ArtifactStore:
@@ -202,6 +259,7 @@ def build_worker(
     tools: ToolRegistry | None = None,
     providers: ProviderFactory = provider_for,
     workspace: Path = SAMPLE_WORKSPACE,
+    agent_endpoints: Mapping[str, EndpointConfig] | None = None,
     workflow_failure_exception_types: Sequence[type[BaseException]] = (),
 ) -> Worker:
     """A worker with every Dossier workflow and activity registered.
@@ -214,6 +272,7 @@ def build_worker(
             have been built for it.
         providers: model spec -> provider.
         workspace: the data folder the workspace tools read.
+        agent_endpoints: agent name -> its own endpoint (:func:`agent_endpoints`).
         workflow_failure_exception_types: fail workflows (not just tasks) on these (tests).
 
     Returns:
@@ -227,7 +286,8 @@ def build_worker(
     if missing:
         raise ValueError(f"the graph dependencies were built without the specs of {missing}: "
                          "build them with dossier.runtime.graph_deps(tools=...) or open_graph(tools=...)")
-    activities = TurnActivities(deps=deps, tools=tools, workspace=workspace, providers=providers)
+    activities = TurnActivities(deps=deps, tools=tools, workspace=workspace, providers=providers,
+                                agent_endpoints=dict(agent_endpoints or {}))
     return Worker(
         client,
         task_queue=task_queue,
@@ -238,11 +298,20 @@ def build_worker(
 
 
 async def run_worker(settings: Settings) -> None:
-    """Connect everything and poll until SIGINT or SIGTERM, then drain and stop."""
-    async with open_graph(settings, services=("postgres", "s3", "temporal")) as deps:
+    """Connect everything and poll until SIGINT or SIGTERM, then drain and stop.
+
+    Raises:
+        AgentsFileError: a bad agents file (before any service is touched).
+        ToolModuleError: a tool module the agents file names failed to import.
+    """
+    agents, tools = agent_tools(settings)
+    if agents.agents:
+        logger.info("agents file %s: %d agent(s), %d tool(s)", agents.path, len(agents.agents), len(tools))
+    async with open_graph(settings, services=("postgres", "s3", "temporal"), tools=tools) as deps:
         client = await temporal_client(settings)
         providers = model_providers(settings)
-        worker = build_worker(client, deps, task_queue=settings.temporal_task_queue, providers=providers)
+        worker = build_worker(client, deps, task_queue=settings.temporal_task_queue, tools=tools,
+                              providers=providers, agent_endpoints=agent_endpoints(agents))
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGINT, signal.SIGTERM):
@@ -259,6 +328,8 @@ async def run_worker(settings: Settings) -> None:
 
 __all__ = [
     "SAMPLE_WORKSPACE",
+    "agent_endpoints",
+    "agent_tools",
     "artifact_store_for",
     "build_worker",
     "graph_deps",

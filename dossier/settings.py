@@ -121,6 +121,10 @@ class Settings(BaseSettings):
     anthropic_base_url: str | None = None
     """Base URL for `anthropic:` models (a proxy); unset means Anthropic's API."""
 
+    dossier_agents_file: Path | None = None
+    """Agent definitions (`DOSSIER_AGENTS_FILE`, TOML, see `dossier.agents`); unset means `agents.toml` in the
+    working directory when there is one."""
+
     model_timeout_seconds: float | None = Field(default=None, gt=0)
     """Longest one model call may take before it is retried (the model-call activity's start-to-close
     timeout); unset means the workflows' default of 10 minutes."""

@@ -245,6 +245,32 @@ async def get_participant(session: AsyncSession, account_id: str, participant_id
 
 
 @translate_errors
+async def participant_config(session: AsyncSession, account_id: str, participant_id: str) -> dict[str, Any]:
+    """The participant's free-form ``config`` (for an agent's participant: its stored definition).
+
+    Raises:
+        NotFoundError: no such participant in the account.
+    """
+    return dict((await get_row(session, Participant, account_id, participant_id)).config or {})
+
+
+def allowed_tools(config: Mapping[str, Any]) -> tuple[str, ...] | None:
+    """A participant config's tool allow-list (its agent's ``tools``); ``None``: every tool."""
+    tools = config.get("tools")
+    return tuple(str(name) for name in tools) if isinstance(tools, list) else None
+
+
+@translate_errors
+async def participant_tools(session: AsyncSession, account_id: str, participant_id: str) -> tuple[str, ...] | None:
+    """The participant's tool allow-list (see :func:`allowed_tools`).
+
+    Raises:
+        NotFoundError: no such participant in the account.
+    """
+    return allowed_tools(await participant_config(session, account_id, participant_id))
+
+
+@translate_errors
 async def list_participants(session: AsyncSession, account_id: str, conversation_id: str) -> list[ParticipantRecord]:
     """Every participant of a conversation, by creation time (then id).
 

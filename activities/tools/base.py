@@ -13,6 +13,9 @@ Exceptions::
     ├── ToolArgumentError      missing or malformed arguments            (permanent)
     └── ToolExecutionError     the tool ran and failed                   (transient)
 
+A tool whose schema is not valid JSON Schema is refused when it is registered,
+with :class:`ToolSchemaError` (a ``ValueError``: a programming error, not a call's failure).
+
 ``ToolError.retryable`` says which side of that line an error is on, so the
 activity that runs tools sorts failures with one attribute read.
 """
@@ -51,6 +54,10 @@ class ToolArgumentError(ToolError):
 
     Permanent: the same arguments fail the same way on every attempt.
     """
+
+
+class ToolSchemaError(ValueError):
+    """A tool's argument schema is not valid JSON Schema (or refers outside itself): refused at registration."""
 
 
 class ToolExecutionError(ToolError):
@@ -140,5 +147,6 @@ __all__ = [
     "ToolExecutionError",
     "ToolResult",
     "ToolRunner",
+    "ToolSchemaError",
     "UnknownToolError",
 ]

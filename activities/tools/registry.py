@@ -17,7 +17,7 @@ tool calls, so the rest of the runtime only ever sees canonical names.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from typing import Any
 
 from activities.tools import diag, files, human, table, workspace
@@ -30,6 +30,7 @@ from activities.tools.base import (
     ToolError,
     ToolExecutionError,
     ToolResult,
+    ToolSchemaError,
     UnknownToolError,
 )
 from policy.tools import ToolCatalog, canonical_name, wire_name
@@ -46,8 +47,8 @@ class ToolRegistry:
         tools: the tools to offer.
 
     Raises:
-        ValueError: a duplicate or unencodable name, or a schema the argument
-            validator cannot enforce.
+        ValueError: a duplicate or unencodable name, or a parameters schema that is not an object schema.
+        ToolSchemaError: a parameters schema that is not valid JSON Schema (a ``ValueError`` too).
     """
 
     def __init__(self, tools: Iterable[RegisteredTool]) -> None:
@@ -57,8 +58,8 @@ class ToolRegistry:
                 raise ValueError(f"tool name {tool.name!r} cannot be offered as an OpenAI function name")
             if tool.name in self._tools:
                 raise ValueError(f"tool {tool.name!r} is registered twice")
-            if tool.parameters.get("type") != "object":
-                raise ValueError(f"{tool.name}: parameters must be an object schema")
+            if not isinstance(tool.parameters, dict) or tool.parameters.get("type") != "object":
+                raise ToolSchemaError(f"{tool.name}: parameters must be an object schema")
             check_schema(tool.parameters, f"{tool.name}.parameters")
             self._tools[tool.name] = tool
 
@@ -94,8 +95,12 @@ class ToolRegistry:
         """The policy metadata of every tool, for capture and derivation."""
         return ToolCatalog(tools=tuple(tool.spec for tool in self))
 
-    def schemas(self) -> list[dict[str, Any]]:
-        """OpenAI ``tools`` entries, in name order, under wire names."""
+    def schemas(self, allowed: Collection[str] | None = None) -> list[dict[str, Any]]:
+        """OpenAI ``tools`` entries, in name order, under wire names.
+
+        Args:
+            allowed: offer only these tools (an agent's allow-list); ``None``: every tool.
+        """
         return [
             {
                 "type": "function",
@@ -106,6 +111,7 @@ class ToolRegistry:
                 },
             }
             for tool in self
+            if allowed is None or tool.name in allowed
         ]
 
     async def execute(self, name: str, context: ToolContext, arguments: dict[str, Any]) -> ToolResult:
@@ -158,6 +164,7 @@ __all__ = [
     "ToolExecutionError",
     "ToolRegistry",
     "ToolResult",
+    "ToolSchemaError",
     "UnknownToolError",
     "canonical_name",
     "default_registry",

@@ -42,7 +42,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the agent commands."""
     chat = subparsers.add_parser("chat", help="say something and run one agent turn")
     _scope_args(chat)
-    chat.add_argument("--model", default="scripted:analyst", metavar="SPEC", help="scripted:NAME (default analyst)")
+    chat.add_argument("--model", default="scripted:analyst", metavar="SPEC",
+                      help="a model SPEC (provider:model; default scripted:analyst) or an agent's NAME")
     chat.add_argument("--no-wait", action="store_true", help="start the turn and print its ids without waiting")
     chat.add_argument("message", help="what to say; '-' reads it from stdin")
     chat.set_defaults(handler=_refusing(_chat))

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from contracts import TASK_QUEUE
+from dossier.agents import agents_file_path
 from dossier.services.models import Endpoints, ServiceStatus
 from dossier.services.process import ProcessRecord, spawn, stop_recorded, terminate, wait_healthy
 from dossier.settings import Settings
@@ -57,6 +58,12 @@ def worker_environment(settings: Settings, endpoints: Endpoints) -> dict[str, st
         "TIKTOKEN_CACHE_DIR": os.environ.get("TIKTOKEN_CACHE_DIR", str(settings.dossier_home / "tiktoken-cache")),
     }
     env.update({key: value for key, value in pairs.items() if value is not None})
+    # The worker runs in DOSSIER_HOME: the agents file in force here, and the modules it names, are found
+    # from this working directory (an absolute path, and this directory first on the worker's import path).
+    agents_file = agents_file_path(settings.dossier_agents_file)
+    if agents_file is not None:
+        env["DOSSIER_AGENTS_FILE"] = str(agents_file.resolve())
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")]))
     return env
 
 

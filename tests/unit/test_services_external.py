@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -56,6 +57,18 @@ def test_configured_services_are_used_as_they_are(external: Settings) -> None:
 def test_a_worker_is_told_the_model_server(external: Settings) -> None:
     env = worker_environment(external, ensure_services(external, ["postgres", "s3", "temporal", "llm"]))
     assert (env["LOCAL_MODEL_URL"], env["LOCAL_MODEL_NAME"]) == ("http://llm.example:8080/v1", "some-model")
+
+
+def test_a_worker_in_dossier_home_finds_the_agents_file_and_its_modules(external: Settings, tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("DOSSIER_AGENTS_FILE", raising=False)
+    endpoints = ensure_services(external, ["postgres", "s3", "temporal"])
+    assert "DOSSIER_AGENTS_FILE" not in worker_environment(external, endpoints)
+    (tmp_path / "agents.toml").write_text('[agents.a]\nmodel = "scripted:analyst"\n')
+    env = worker_environment(external, endpoints)
+    assert env["DOSSIER_AGENTS_FILE"] == str(tmp_path / "agents.toml")  # absolute: the worker runs elsewhere
+    assert env["PYTHONPATH"].split(os.pathsep)[0] == str(tmp_path)  # tool modules import from here
 
 
 def test_unknown_service_names_are_rejected(external: Settings) -> None:

@@ -1,11 +1,13 @@
-"""Argument validation: the JSON-schema subset the tool schemas use."""
+"""Argument validation: JSON Schema (Draft 2020-12) through jsonschema, with messages that name the argument."""
 
 from __future__ import annotations
+
+import re
 
 import pytest
 
 from activities.tools.arguments import check_schema, validate_arguments
-from activities.tools.base import ToolArgumentError
+from activities.tools.base import ToolArgumentError, ToolSchemaError
 
 SCHEMA = {
     "type": "object",
@@ -65,9 +67,75 @@ def test_bad_arguments(arguments, message):
         validate_arguments(SCHEMA, arguments)
 
 
-def test_check_schema_accepts_the_subset_and_refuses_the_rest():
+def test_check_schema_accepts_valid_schemas_and_refuses_invalid_ones():
     check_schema(SCHEMA)
-    with pytest.raises(ValueError, match="unsupported type 'null'"):
-        check_schema({"type": "object", "properties": {"x": {"type": "null"}}})
-    with pytest.raises(ValueError, match="oneOf"):
-        check_schema({"type": "object", "oneOf": []})
+    check_schema({"type": "object", "properties": {"x": {"type": "null"}}, "oneOf": [{"required": ["x"]}]})
+    with pytest.raises(ToolSchemaError, match=r"invalid JSON schema: 'nothing' is not valid"):
+        check_schema({"type": "object", "properties": {"x": {"type": "nothing"}}})
+    with pytest.raises(ToolSchemaError, match="invalid JSON schema"):
+        check_schema({"type": "object", "required": "x"})
+    with pytest.raises(ToolSchemaError, match="points outside the schema"):
+        check_schema({"type": "object", "properties": {"x": {"$ref": "https://example.com/x.json"}}})
+    assert issubclass(ToolSchemaError, ValueError)
+
+
+RICH = {
+    "type": "object",
+    "$defs": {
+        "point": {"type": "object", "properties": {"x": {"type": "integer"}, "y": {"type": "integer", "default": 0}},
+                  "required": ["x"], "additionalProperties": False},
+    },
+    "properties": {
+        "origin": {"$ref": "#/$defs/point"},
+        "target": {"anyOf": [{"$ref": "#/$defs/point"}, {"type": "string", "pattern": "^[A-Z][0-9]$"}]},
+        "code": {"type": "string", "pattern": "^[a-z]{3}-[0-9]+$"},
+        "when": {"type": "string", "format": "date"},
+        "filter": {
+            "type": "object",
+            "properties": {"region": {"type": "object", "properties": {"name": {"type": "string", "minLength": 2}},
+                                      "required": ["name"]},
+                           "limit": {"type": "integer", "default": 10}},
+        },
+        "maybe": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": None},
+    },
+    "additionalProperties": False,
+}
+
+
+def test_ref_is_followed_and_its_defaults_filled_in():
+    check_schema(RICH)
+    out = validate_arguments(RICH, {"origin": {"x": 2.0}})
+    assert out == {"origin": {"x": 2, "y": 0}, "maybe": None}
+    assert type(out["origin"]["x"]) is int
+    with pytest.raises(ToolArgumentError, match=r"origin\.x must be an integer, got a string"):
+        validate_arguments(RICH, {"origin": {"x": "2"}})
+    with pytest.raises(ToolArgumentError, match=r"origin: unknown argument\(s\): z \(allowed: x, y\)"):
+        validate_arguments(RICH, {"origin": {"x": 1, "z": 1}})
+
+
+def test_any_of_accepts_either_form_and_names_the_argument_otherwise():
+    validate_arguments(RICH, {"target": {"x": 1}})
+    validate_arguments(RICH, {"target": "B7"})
+    validate_arguments(RICH, {"maybe": None})
+    with pytest.raises(ToolArgumentError, match="^target"):
+        validate_arguments(RICH, {"target": "b77"})
+
+
+def test_pattern_and_format():
+    validate_arguments(RICH, {"code": "abc-12", "when": "2026-03-01"})
+    pattern = re.escape("code must match the pattern '^[a-z]{3}-[0-9]+$', got 'ab-1'")
+    with pytest.raises(ToolArgumentError, match=pattern):
+        validate_arguments(RICH, {"code": "ab-1"})
+    with pytest.raises(ToolArgumentError, match="when must be a valid date, got '2026-13-45'"):
+        validate_arguments(RICH, {"when": "2026-13-45"})
+
+
+def test_nested_objects_are_checked_and_completed_at_every_depth():
+    out = validate_arguments(RICH, {"filter": {"region": {"name": "north"}}})
+    assert out["filter"] == {"region": {"name": "north"}, "limit": 10}
+    with pytest.raises(ToolArgumentError, match=r"filter\.region: missing required argument\(s\): name"):
+        validate_arguments(RICH, {"filter": {"region": {}}})
+    with pytest.raises(ToolArgumentError, match=r"filter\.region\.name must not be shorter than 2"):
+        validate_arguments(RICH, {"filter": {"region": {"name": "n"}}})
+    with pytest.raises(ToolArgumentError, match=r"^filter\.region\.name must be a finite number, got inf$"):
+        validate_arguments(RICH, {"filter": {"region": {"name": float("inf")}}})

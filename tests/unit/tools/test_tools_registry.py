@@ -15,6 +15,7 @@ from activities.tools.base import (
     ToolError,
     ToolExecutionError,
     ToolResult,
+    ToolSchemaError,
     UnknownToolError,
 )
 from activities.tools.registry import ToolRegistry, canonical_name, wire_name
@@ -207,12 +208,15 @@ def test_registry_refuses_bad_tool_sets(tools, message):
         ToolRegistry(tools)
 
 
-def test_registry_refuses_schemas_it_cannot_enforce():
+def test_registry_refuses_invalid_schemas_with_a_typed_error():
     tool = RegisteredTool(spec=ToolSpec(name="t.x"), description="x",
-                          parameters={"type": "object", "properties": {"n": {"type": "integer", "pattern": "^1$"}}},
+                          parameters={"type": "object", "properties": {"n": {"type": "integer", "minimum": "one"}}},
                           run=_tool("t.y").run)
-    with pytest.raises(ValueError, match="unsupported JSON schema keyword"):
+    with pytest.raises(ToolSchemaError, match=r"t\.x\.parameters\.properties\.n\.minimum: invalid JSON schema"):
         ToolRegistry([tool])
+    with pytest.raises(ToolSchemaError, match="must be an object schema"):
+        ToolRegistry([RegisteredTool(spec=ToolSpec(name="t.z"), description="z", parameters={"type": "array"},
+                                     run=_tool("t.y").run)])
 
 
 def test_deferred_and_run_must_agree():
@@ -227,3 +231,9 @@ def test_registered_tools_are_immutable(registry):
     with pytest.raises(AttributeError):
         tool.max_attempts = 9  # type: ignore[misc]
     assert tool.spec.ttl is None or isinstance(tool.spec.ttl, timedelta)
+
+
+def test_schemas_offer_only_an_allow_list(registry):
+    offered = [entry["function"]["name"] for entry in registry.schemas(["workspace.read_csv", "files.write", "x.y"])]
+    assert offered == ["files__write", "workspace__read_csv"]
+    assert len(registry.schemas(None)) == len(registry) and registry.schemas(()) == []

@@ -1,0 +1,120 @@
+"""An agent from an agents file, end to end: its tool module registered by the worker, its name taken for a model.
+
+The worker gets the registry :func:`dossier.runtime.agent_tools` builds (built-in
+tools plus ``examples.tools_example``); the client creates the agent's
+participant with the agent's model, system prompt and stored definition, and
+the turn runs on the scripted model the agent names.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from temporalio.testing import ActivityEnvironment, WorkflowEnvironment
+
+from activities.ingest import begin_tool_call
+from activities.tokens import token_counter
+from activities.tools.registry import default_registry
+from activities.turns import TurnActivities
+from contracts import ToolCallInput
+from dossier.client import DossierClient
+from dossier.runtime import SAMPLE_WORKSPACE, agent_tools, build_worker, graph_deps
+from dossier.settings import Settings
+from policy.enums import RuntimeKind, ToolCallStatus
+from store import conversations
+from store import tools as tool_store
+from store.artifacts import ArtifactStore
+
+pytestmark = pytest.mark.integration
+
+REPO = Path(__file__).resolve().parents[2]
+
+AGENTS = """
+[agents.helper]
+model = "scripted:analyst"
+system_prompt = "You are Helper. Convert units when asked."
+tools = ["workspace.list_files", "workspace.read_csv", "table.aggregate", "files.write", "examples.convert_units"]
+tool_modules = ["examples.tools_example"]
+token_budget = 9000
+route = { allowed = ["public", "user"], raw_allowed = ["public"] }
+
+[agents.narrow]
+model = "scripted:analyst"
+tools = ["workspace.list_files"]
+"""
+
+
+async def test_an_agents_participant_and_its_tool_module(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, temporal_env: WorkflowEnvironment,
+    sessions: async_sessionmaker[AsyncSession], artifact_store: ArtifactStore,
+) -> None:
+    (tmp_path / "agents.toml").write_text(AGENTS)
+    monkeypatch.chdir(REPO)  # examples.tools_example imports from the working directory, as in the worker
+    task_queue = f"dossier-agents-{uuid.uuid4().hex[:8]}"
+    settings = Settings(_env_file=None, temporal_task_queue=task_queue, dossier_agents_file=tmp_path / "agents.toml")
+    agents, tools = agent_tools(settings)
+    assert "examples.convert_units" in tools
+    deps = graph_deps(sessions, artifact_store, token_counter(), tools=tools)
+    assert deps.catalog.spec("examples.convert_units").privacy.value == "public"
+    async with deps.sessions() as session, session.begin():
+        account_id = await conversations.create_account(session, name="agents test")
+    worker = build_worker(temporal_env.client, deps, task_queue=task_queue, tools=tools,
+                          workflow_failure_exception_types=[Exception])
+    client = DossierClient(deps=deps, temporal=temporal_env.client, settings=settings, account_id=account_id,
+                           poll_seconds=0.2, agents=agents)
+    async with worker:
+        outcome = await client.chat("Which region drove Q3 2026 revenue?", model="helper")
+        narrow = await client.chat("Which region drove Q3 2026 revenue?", model="narrow")
+    assert outcome.answer and outcome.participant == "Helper"
+    async with deps.sessions() as session:
+        row = (await session.execute(text(
+            "SELECT provider, model, system_prompt, config FROM participants WHERE id = :id"),
+            {"id": outcome.participant_id})).one()
+    provider, model, system_prompt, config = row
+    assert (provider, model, system_prompt) == ("scripted", "analyst", "You are Helper. Convert units when asked.")
+    config = config if isinstance(config, dict) else json.loads(config)
+    assert config["agent"] == "helper" and config["token_budget"] == 9000
+    assert config["tools"][-1] == "examples.convert_units"
+    assert config["route"] == {"allowed": ["public", "user"], "raw_allowed": ["public"]}
+    async with deps.sessions() as session:
+        calls = (await session.execute(text(
+            "SELECT name, status FROM tool_calls WHERE participant_id = :id"),
+            {"id": narrow.participant_id})).all()
+    # The scripted model calls only what it is offered: the allow-list's one tool.
+    assert calls and {name for name, _ in calls} == {"workspace.list_files"}
+    async with deps.sessions() as session:
+        helper_calls = set((await session.scalars(text("SELECT name FROM tool_calls WHERE participant_id = :id"),
+                                                  {"id": outcome.participant_id})).all())
+    assert len(helper_calls) > 1  # the wider agent used more than one tool
+
+
+async def test_execute_tool_refuses_a_tool_outside_the_allow_list_without_running_it(
+    sessions: async_sessionmaker[AsyncSession], artifact_store: ArtifactStore,
+) -> None:
+    deps = graph_deps(sessions, artifact_store, token_counter())
+    async with deps.sessions() as session, session.begin():
+        account_id = await conversations.create_account(session, name="allow-list test")
+        conversation = await conversations.create_conversation(session, account_id, title="allow-list")
+        participant = await conversations.add_participant(
+            session, account_id, conversation.id, name="Narrow", provider="scripted", model="analyst",
+            config={"agent": "narrow", "tools": ["workspace.list_files"]})
+    calls = []
+    for key, name in (("refused", "workspace.read_csv"), ("allowed", "workspace.list_files")):
+        calls.append(await begin_tool_call(
+            deps, account_id, conversation.id, conversation.root_branch_id, participant.id, call_id=f"call_{key}",
+            name=name, arguments={}, runtime_kind=RuntimeKind.CHAT, at=datetime.now(UTC)))
+    activities = TurnActivities(deps=deps, tools=default_registry(), workspace=SAMPLE_WORKSPACE)
+    refused, allowed = [await ActivityEnvironment().run(activities.execute_tool,
+                                                        ToolCallInput(account_id=account_id, tool_call_id=call.id))
+                        for call in calls]
+    assert (refused.status, allowed.status) == ("failed", "succeeded")
+    async with deps.sessions() as session:
+        row = await tool_store.get_tool_call(session, account_id, refused.tool_call_id)
+    assert row.status is ToolCallStatus.FAILED and row.attempts == 1
+    assert "workspace.read_csv is not among this agent's tools (workspace.list_files)" in (row.last_error or "")
