@@ -26,8 +26,10 @@ a name without ``:`` is an agent: its participant gets the agent's model and
 system prompt, and its ``config`` stores the rest of the definition. In force
 today: the ``tools`` allow-list (what the model is offered and what
 ``execute_tool`` runs), ``endpoint`` (its model calls), ``tool_modules`` (the
-worker registers their tools at start). Parsed and stored only: ``route`` (the
-policy does not act on it yet), ``token_budget``, ``skills``, ``mcp_servers``.
+worker registers their tools at start), ``route`` (every assembly's provider
+route is narrowed to it, never widened) and ``token_budget`` (every assembly's
+budget, or a smaller one after a context refused as too long). Parsed and
+stored only: ``skills``, ``mcp_servers``.
 
 Every problem is an :class:`AgentsFileError` naming the file, the agent and the field.
 The file is :attr:`~dossier.settings.Settings.dossier_agents_file` (``DOSSIER_AGENTS_FILE``),
@@ -77,7 +79,7 @@ class _Strict(BaseModel):
 
 
 class Route(_Strict):
-    """Which privacy classes the agent's provider may receive (stored; not yet enforced by the policy)."""
+    """Which privacy classes the agent's provider may receive: it narrows the provider's route, never widens it."""
 
     allowed: tuple[PrivacyClass, ...] = ()
     """Classes it may receive summarised."""

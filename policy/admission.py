@@ -21,7 +21,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from policy.enums import UNRESOLVED_STATUSES, DecisionOutcome, OmissionReason, RecordClass, ToolCallStatus
+from policy.enums import (
+    UNRESOLVED_STATUSES,
+    DecisionOutcome,
+    OmissionReason,
+    PrivacyClass,
+    RecordClass,
+    ToolCallStatus,
+)
 from policy.gates import Viewer, admit, check_privacy, is_stale, stale_at
 from policy.lines import (
     RefKind,
@@ -37,7 +44,7 @@ from policy.lines import (
     user_memory_line,
 )
 from policy.lines import ref as cross_ref
-from policy.policy import FAIL_CLOSED_ROUTE, ContextPolicy
+from policy.policy import FAIL_CLOSED_ROUTE, ContextPolicy, ProviderRoute
 from policy.records import CandidateSet, GenerationBoundary, ToolCallRecord, ToolMemoryRecord
 from policy.selection import Item, Ledger, by_seq
 
@@ -66,7 +73,23 @@ def resolve_viewer(
             DecisionOutcome.DENIED,
             "unknown provider route: failing closed to public records only",
         )
+    limit = boundary.route_limit
+    if limit is not None:
+        allowed = route.allowed & limit.allowed
+        route = ProviderRoute(name=f"{route.name}+agent", allowed=allowed,
+                              raw_allowed=route.raw_allowed & limit.raw_allowed & allowed)
+        ledger.decide(
+            "route",
+            f"route:{boundary.provider_route}",
+            DecisionOutcome.NOTED,
+            "the agent's route narrows it to "
+            f"{_classes(route.allowed)} (raw: {_classes(route.raw_allowed)})",
+        )
     return Viewer(boundary.participant_id, candidates.lineage, route)
+
+
+def _classes(classes: frozenset[PrivacyClass]) -> str:
+    return ", ".join(sorted(c.value for c in classes)) or "none"
 
 
 def admit_records(

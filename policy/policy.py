@@ -55,6 +55,12 @@ DEFAULT_ROUTES: tuple[ProviderRoute, ...] = (
         raw_allowed=frozenset({PrivacyClass.PUBLIC, PrivacyClass.USER, PrivacyClass.OAUTH}),
     ),
     ProviderRoute(
+        name="anthropic",
+        allowed=_NOT_SECRET,
+        # As for openai: a hosted vendor gets no secret-adjacent records and no raw Google-derived bytes.
+        raw_allowed=frozenset({PrivacyClass.PUBLIC, PrivacyClass.USER, PrivacyClass.OAUTH}),
+    ),
+    ProviderRoute(
         name="public-only",
         allowed=frozenset({PrivacyClass.PUBLIC}),
         raw_allowed=frozenset({PrivacyClass.PUBLIC}),
@@ -75,7 +81,7 @@ DEFAULT_FRESHNESS_TTL: dict[FreshnessClass, timedelta | None] = {
 class ContextPolicy(Record):
     """Every knob of context assembly; frozen, hashed, versioned."""
 
-    version: str = "dossier-default/4"
+    version: str = "dossier-default/5"
     """Human name of the rule set; bump it whenever a default changes."""
     routes: tuple[ProviderRoute, ...] = DEFAULT_ROUTES
     default_token_budget: int = 8192

@@ -15,7 +15,7 @@ import json
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
 from policy.enums import (
     DecisionOutcome,
@@ -303,6 +303,19 @@ class EvidenceRequest(Record):
     reason: str = ""
 
 
+class RouteLimit(Record):
+    """An agent's own limit on what its provider route may receive: it narrows the route, never widens it."""
+
+    allowed: frozenset[PrivacyClass]
+    """Classes whose compact records the agent's model may be sent."""
+    raw_allowed: frozenset[PrivacyClass]
+    """Classes whose raw bytes the agent's model may be sent (only those also in ``allowed`` count)."""
+
+    @field_serializer("allowed", "raw_allowed")
+    def _sorted(self, classes: frozenset[PrivacyClass]) -> list[str]:
+        return sorted(c.value for c in classes)
+
+
 class GenerationBoundary(Record):
     """Everything that identifies one model call."""
 
@@ -313,6 +326,9 @@ class GenerationBoundary(Record):
     runtime_kind: RuntimeKind
     provider_route: str
     """Key into ``ContextPolicy.routes``; an unknown route fails closed."""
+    route_limit: RouteLimit | None = None
+    """The agent's ``route`` (from its definition): the route in force is the provider route's classes
+    intersected with these. ``None``: the provider route as the policy defines it."""
     token_budget: int | None = None
     """Overrides the policy's default prompt budget when set."""
     now: datetime

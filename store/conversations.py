@@ -6,9 +6,10 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from sqlalchemy import select, update
+from pydantic import ValidationError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from policy.records import ParticipantRecord
+from policy.records import ParticipantRecord, RouteLimit
 from store._sql import allocate_seq, get_row, insert_once, new_id, translate_errors
 from store.convert import to_conversation, to_participant
 from store.errors import IntegrityViolation, NotFoundError
@@ -258,6 +259,26 @@ def allowed_tools(config: Mapping[str, Any]) -> tuple[str, ...] | None:
     """A participant config's tool allow-list (its agent's ``tools``); ``None``: every tool."""
     tools = config.get("tools")
     return tuple(str(name) for name in tools) if isinstance(tools, list) else None
+
+
+def route_limit(config: Mapping[str, Any]) -> RouteLimit | None:
+    """A participant config's route limit (its agent's ``route``); ``None``: the provider route as it is.
+
+    A stored route that does not parse fails closed: a limit that lets nothing through.
+    """
+    route = config.get("route")
+    if route is None:
+        return None
+    try:
+        return RouteLimit.model_validate(route)
+    except ValidationError:
+        return RouteLimit(allowed=frozenset(), raw_allowed=frozenset())
+
+
+def token_budget(config: Mapping[str, Any]) -> int | None:
+    """A participant config's token budget (its agent's ``token_budget``); ``None``: the policy's."""
+    budget = config.get("token_budget")
+    return budget if isinstance(budget, int) and not isinstance(budget, bool) and budget > 0 else None
 
 
 @translate_errors

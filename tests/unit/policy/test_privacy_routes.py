@@ -6,6 +6,7 @@ import pytest
 
 from policy.enums import DecisionOutcome, OmissionReason, PrivacyClass
 from policy.policy import DEFAULT_POLICY
+from policy.records import RouteLimit
 from policy_builders import (
     artifact,
     boundary,
@@ -29,12 +30,14 @@ SUMMARY_ALLOWED = {
     "local": {P.PUBLIC, P.USER, P.OAUTH, P.GOOGLE_DERIVED, P.SECRET_ADJACENT},
     "scripted": {P.PUBLIC, P.USER, P.OAUTH, P.GOOGLE_DERIVED, P.SECRET_ADJACENT},
     "openai": {P.PUBLIC, P.USER, P.OAUTH, P.GOOGLE_DERIVED},
+    "anthropic": {P.PUBLIC, P.USER, P.OAUTH, P.GOOGLE_DERIVED},
     "public-only": {P.PUBLIC},
 }
 RAW_ALLOWED = {
     "local": {P.PUBLIC, P.USER, P.OAUTH, P.GOOGLE_DERIVED},
     "scripted": {P.PUBLIC, P.USER, P.OAUTH, P.GOOGLE_DERIVED},
     "openai": {P.PUBLIC, P.USER, P.OAUTH},
+    "anthropic": {P.PUBLIC, P.USER, P.OAUTH},
     "public-only": {P.PUBLIC},
 }
 ROUTES = sorted(SUMMARY_ALLOWED)
@@ -97,7 +100,7 @@ def test_default_routes_match_the_table():
         assert route.raw_allowed <= route.allowed, "raw must never be more permissive than summaries"
 
 
-@pytest.mark.parametrize("route", ["anthropic", "", "OPENAI", "local "])
+@pytest.mark.parametrize("route", ["mistral", "", "OPENAI", "local "])
 def test_unknown_route_fails_closed_to_public_only(run, route):
     world = candidates(
         tool_memories=[
@@ -161,3 +164,29 @@ def test_withheld_note_falls_back_to_the_source_tool(run):
     result = run(world, boundary(provider_route="openai", evidence_requests=(evidence("art-g"),)),
                  raw={"art-g": b"{}"})
     assert "re-run drive_get to verify" in system_text(result)
+
+
+AGENT_LIMIT = RouteLimit(allowed=frozenset({P.PUBLIC, P.USER}), raw_allowed=frozenset({P.PUBLIC}))
+
+
+@pytest.mark.parametrize("privacy", ALL, ids=[p.value for p in ALL])
+@pytest.mark.parametrize("route", ROUTES)
+def test_an_agents_route_narrows_the_provider_route_and_never_widens_it(run, route, privacy):
+    world = _world(privacy)
+    result = run(world, boundary(provider_route=route, route_limit=AGENT_LIMIT,
+                                 evidence_requests=(evidence("art-1"),)), raw={"art-1": RAW_TEXT.encode()})
+    summary = privacy in SUMMARY_ALLOWED[route] and privacy in AGENT_LIMIT.allowed
+    raw = summary and privacy in RAW_ALLOWED[route] and privacy in AGENT_LIMIT.raw_allowed
+    assert selected(result, "memory:mem-1") is summary
+    assert omission_of(result, "memory:mem-1") is (None if summary else OmissionReason.PRIVACY_ROUTE)
+    assert (RAW_TEXT in system_text(result)) is raw
+    [noted] = [d for d in decisions_for(result, f"route:{route}") if d.outcome is DecisionOutcome.NOTED]
+    narrowed = sorted(c.value for c in SUMMARY_ALLOWED[route] & AGENT_LIMIT.allowed)
+    assert f"narrows it to {', '.join(narrowed)} (raw:" in noted.reason
+
+
+def test_an_agents_route_that_allows_everything_keeps_the_provider_routes_limits(run):
+    everything = RouteLimit(allowed=frozenset(ALL), raw_allowed=frozenset(ALL))
+    result = run(_world(P.USER), boundary(provider_route="public-only", route_limit=everything))
+    assert not selected(result, "memory:mem-1")
+    assert omission_of(result, "memory:mem-1") is OmissionReason.PRIVACY_ROUTE
