@@ -8,6 +8,8 @@ sniffed from the payload.
 
 from __future__ import annotations
 
+import hashlib
+import re
 from datetime import timedelta
 from typing import Literal
 
@@ -75,13 +77,23 @@ def default_visibility(runtime_kind: RuntimeKind) -> VisibilityScope:
     return VisibilityScope.BRANCH
 
 
+_WIRE = re.compile(r"[A-Za-z0-9_-]{1,64}")
+INVALID_NAME_PREFIX = "invalid_tool_"
+
+
 def wire_name(name: str) -> str:
     """A tool's name as provider APIs accept it: ``workspace.read_csv`` -> ``workspace__read_csv``.
 
-    OpenAI and Anthropic function names may only hold ``[A-Za-z0-9_-]``; Dossier's
-    names are dotted, and a double underscore encodes the dot.
+    OpenAI and Anthropic function names may only hold ``[A-Za-z0-9_-]`` (1-64); Dossier's
+    names are dotted, and a double underscore encodes the dot. A name that still does not
+    fit (a provider's response named a tool that no registry would accept, with spaces or
+    newlines in it) becomes ``invalid_tool_<sha256 prefix>``: the recorded call keeps the
+    name as the model sent it, and every later context stays one a provider accepts.
     """
-    return name.replace(".", "__")
+    wire = name.replace(".", "__")
+    if _WIRE.fullmatch(wire):
+        return wire
+    return INVALID_NAME_PREFIX + hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:12]
 
 
 def canonical_name(wire: str) -> str:

@@ -20,6 +20,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from activities.tools.functions import to_result
+from dossier.tools import registered, tool
 from policy.lines import SECTION_TITLES
 
 FAKE = "f0f0f0f0"
@@ -108,8 +110,18 @@ class Placement:
 
 
 FIELDS = ("json_value", "json_key", "nested_list", "python_literal", "csv_header", "csv_cell", "text_first_line",
-          "error", "aggregate_groups", "listing", "flaky_result", "file_handle", "subagent_report", "deferred_answer",
-          "tool_arguments")
+          "error", "aggregate_groups", "listing", "flaky_result", "file_handle", "user_tool_result",
+          "subagent_report", "deferred_answer", "tool_arguments")
+
+
+@tool(name="harden.user_note", privacy="user", freshness="session", summary_fields=("note", "unit"))
+async def user_note(note: str) -> dict:
+    """A user's ``@dossier.tools.tool`` function that returns what it was given (a payload) beside a unit."""
+    return {"note": note, "unit": "km"}
+
+
+USER_TOOL_SPEC = registered(user_note).spec
+"""Its spec as the decorator builds it (privacy, freshness, summary fields): what capture uses."""
 
 
 def _json_str(data: bytes) -> bytes:
@@ -123,6 +135,7 @@ def _json_str(data: bytes) -> bytes:
 def placements(payload: Payload) -> list[Placement]:
     """``payload`` in every field a tool returns (the subagent report, answer and arguments are written by the caller)."""
     p, j = payload.data, _json_str(payload.data)
+    user_result = to_result({"note": payload.text, "unit": "km"})
     csv_cell = p.replace(b'"', b'""')
     return [
         Placement("json_value", "harden.probe", "application/json",
@@ -149,6 +162,8 @@ def placements(payload: Payload) -> list[Placement]:
         Placement("flaky_result", "diag.flaky", "application/json", b'{"ok": "' + j + b'", "attempts": 1}'),
         Placement("file_handle", "files.write", "application/vnd.dossier.file+json",
                   b'{"name": "' + j + b'", "bytes": 3, "sha256": "' + b"0" * 64 + b'", "uri": "s3://b/' + j + b'"}'),
+        # A user's tool: its return value through the same conversion the worker applies.
+        Placement("user_tool_result", USER_TOOL_SPEC.name, user_result.content_type, user_result.payload),
     ]
 
 

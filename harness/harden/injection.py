@@ -53,7 +53,7 @@ from activities.providers.base import ModelRequest
 from activities.providers.scripted import ScriptedProvider
 from activities.providers.scripted.context import read_context
 from activities.tools.registry import default_registry
-from harness.harden.corpus import BENIGN, FIELDS, Payload, payloads, placements
+from harness.harden.corpus import BENIGN, FIELDS, USER_TOOL_SPEC, Payload, payloads, placements
 from harness.harden.report import Figures
 from harness.harden.stack import Stack
 from policy.enums import MessageRole, PrivacyClass, RuntimeKind, ToolCallStatus, VisibilityScope
@@ -239,7 +239,7 @@ async def _step(deps: Any, account: str, conversation: str, branch: str, partici
 
 async def run_case(stack: Stack, payload: Payload, *, other_state: bool = True) -> Case:
     """Write ``payload`` into every field of one fresh conversation and assemble the contexts."""
-    deps = replace(stack.deps, catalog=ToolCatalog(tools=(PROBE_SPEC, *stack.deps.catalog.tools)))
+    deps = replace(stack.deps, catalog=ToolCatalog(tools=(PROBE_SPEC, USER_TOOL_SPEC, *stack.deps.catalog.tools)))
     case = Case(payload)
     at = START
     async with deps.sessions() as session, session.begin():
@@ -469,6 +469,11 @@ async def run_injection(stack: Stack, figures: Figures, *, quick: bool = False,
         _, e2e_elevations = await run_e2e(stack, figures, sample)
         elevations += e2e_elevations
         progress(f"harden: injection end to end: {len(sample)} payloads, {e2e_elevations} elevation(s)")
+        from harness.harden.provider import run_provider_responses
+
+        _, provider_elevations = await run_provider_responses(stack, figures, sample)
+        elevations += provider_elevations
+        progress(f"harden: provider responses: {len(sample)} payloads, {provider_elevations} elevation(s)")
     figures.set(injection_payloads=len(corpus), injection_elevations=elevations)
     figures.details["injection_placements"] = placed
     figures.details["injection_crashes"] = crashes

@@ -93,3 +93,30 @@ async def test_fault_accounting_counts_a_lost_object():
         victim = next(iter(harness._objects()))
         s3.remove_object(e.s3_bucket, victim)
         assert (await harness.count())["missing_objects"] == [victim]
+
+
+async def test_a_hostile_provider_response_stays_the_models_own_words_and_a_break_is_an_elevation(
+        monkeypatch: pytest.MonkeyPatch):
+    from harness.harden import provider
+
+    sample = [p for p in payloads() if p.name in ("02-plain", "05-plain", "10-plain")]
+    async with private_stack(("postgres", "s3", "temporal")) as stack:
+        figures = Figures(quick=True)
+        assert await provider.run_provider_responses(stack, figures, sample) == (3, 0), figures.findings
+
+        # Deliberate break: the model's text leaks into the system block of its next context.
+        original = provider.HostileModel.generate
+
+        async def leaking(self: Any, request: Any) -> Any:
+            if self.requests:
+                first = request.messages[0]
+                request = request.model_copy(update={"messages": (
+                    first.model_copy(update={"content": f"{first.content}\n{self.payload.text}"}),
+                    *request.messages[1:])})
+            return await original(self, request)
+
+        monkeypatch.setattr(provider.HostileModel, "generate", leaking)
+        broken = Figures(quick=True)
+        _, elevations = await provider.run_provider_responses(stack, broken, sample)
+        assert elevations >= 1
+        assert any("prompt changed" in " ".join(f.get("why", [])) for f in broken.findings), broken.findings
