@@ -99,6 +99,12 @@ def _private(runtime_kind: RuntimeKind) -> bool:
     return runtime_kind is RuntimeKind.SUBAGENT_CHILD
 
 
+def _smallest(*budgets: int | None) -> int | None:
+    """The smallest budget given (``None``: none was)."""
+    given = [budget for budget in budgets if budget is not None]
+    return min(given) if given else None
+
+
 def _step_result(ingested: Ingested) -> ToolStepResult:
     return ToolStepResult(tool_call_id=ingested.artifact.tool_call_id, status=ingested.artifact.status.value,
                           artifact_id=ingested.artifact.id, memory_id=ingested.memory.id)
@@ -150,6 +156,7 @@ class TurnActivities:
         extra: list[PolicyDecisionRecord] = []
         async with self.deps.sessions() as session:
             participant = await conversations.get_participant(session, scope.account_id, request.participant_id)
+            config = await conversations.participant_config(session, scope.account_id, request.participant_id)
             if request.reassembly_of_model_run_id is not None:
                 refused = await messages.get_model_run(session, scope.account_id, request.reassembly_of_model_run_id)
                 refusal = (refused.error or "no error text")[:REFUSAL_CHARS]
@@ -180,7 +187,9 @@ class TurnActivities:
             runtime_kind=request.runtime_kind,
             # The route is the participant's provider; an unknown one fails closed in the policy.
             provider_route=participant.provider or "local",
-            token_budget=request.token_budget,
+            # An agent's own route and budget narrow the provider route and the policy's budget.
+            route_limit=conversations.route_limit(config),
+            token_budget=_smallest(request.token_budget, conversations.token_budget(config)),
             now=request.now,
             model_run_id=request.model_run_id,
         )
@@ -206,14 +215,14 @@ class TurnActivities:
                 participant = await conversations.get_participant(session, account, request.participant_id)
                 config = await conversations.participant_config(session, account, request.participant_id)
                 stored = await get_context_assembly(session, account, request.assembly_id, with_messages=True)
-            allowed = conversations.allowed_tools(config)
+            offered = self.tools.offered(participant.provider, conversations.allowed_tools(config))
             provider, model = self._provider(f"{participant.provider or 'scripted'}:{participant.model}",
                                              config.get("agent"))
             epoch = stored.record.epoch
             response = await _heartbeating(provider.generate(ModelRequest(
                 run_id=request.model_run_id, model=model, participant_name=participant.name,
                 messages=tuple(ChatMessage.from_openai(message) for message in stored.messages or ()),
-                tools=tuple(self.tools.schemas(allowed)), cache_breakpoints=epoch.cache_breakpoints if epoch else (),
+                tools=tuple(self.tools.schemas(offered)), cache_breakpoints=epoch.cache_breakpoints if epoch else (),
             )))
         except ContextTooLongError as error:
             await self._fail_run(account, request.model_run_id, error)
@@ -230,20 +239,28 @@ class TurnActivities:
             for call in response.tool_calls
         )
         message_id = await self._write_message(request, participant.name, response.text, calls)
-        steps = [await self._plan_tool_call(request, call) for call in calls]
+        steps = [await self._plan_tool_call(request, call, offered) for call in calls]
         async with self.deps.sessions() as session, session.begin():
             await messages.finish_model_run(session, account, request.model_run_id, status="succeeded",
                                             message_id=message_id, usage=response.usage.to_json())
         return ModelStepResult(model_run_id=request.model_run_id, message_id=message_id, answered=not calls,
                                tools=tuple(steps))
 
-    async def _plan_tool_call(self, request: CallModelInput, call: ToolCallRequest) -> ToolStepInput:
+    async def _offered(self, session: AsyncSession, account: str, participant_id: str) -> tuple[str, list[str]]:
+        """The participant's name and the tools it is offered: its allow-list, else its provider's default."""
+        participant = await conversations.get_participant(session, account, participant_id)
+        config = await conversations.participant_config(session, account, participant_id)
+        return participant.name, self.tools.offered(participant.provider, conversations.allowed_tools(config))
+
+    async def _plan_tool_call(self, request: CallModelInput, call: ToolCallRequest,
+                              offered: list[str]) -> ToolStepInput:
         """Record one tool call the model made, and say how the workflow must run it."""
         scope = request.scope
         try:
-            tool = self.tools.get(call.name)
+            tool = self.tools.get(call.name) if call.name in offered else None
         except UnknownToolError:
-            tool = None  # recorded anyway: execute_tool captures "unknown tool" as its failed result
+            tool = None
+        # An unknown or not offered tool is recorded anyway: execute_tool captures that as its failed result.
         recorded = await begin_tool_call(
             self.deps, scope.account_id, scope.conversation_id, scope.branch_id, request.participant_id,
             call_id=call.call_id, name=call.name, arguments=call.arguments,
@@ -320,13 +337,14 @@ class TurnActivities:
             return _step_result(earlier)
         async with self.deps.sessions() as session:
             call = await tool_store.get_tool_call(session, account, request.tool_call_id)
-            allowed = await conversations.participant_tools(session, account, call.participant_id)
+            name, offered = await self._offered(session, account, call.participant_id)
         info = activity.info()
-        if allowed is not None and call.name not in allowed:
-            # The model was not offered it (its agent's allow-list): refused like an unknown tool, never run.
+        if call.name in self.tools and call.name not in offered:
+            # The model was not offered it (its agent's allow-list, or a drill a real model was not
+            # given): refused like an unknown tool, never run.
             return await self._capture_failure(
-                account, call.id, f"UnknownToolError: {call.name} is not among this agent's tools "
-                f"({', '.join(allowed) or 'none'})", info.attempt)
+                account, call.id, f"UnknownToolError: tool {call.name!r} is not offered to {name}; "
+                f"offered: {', '.join(offered) or 'none'}", info.attempt)
         context = ToolContext(
             account_id=account, tool_call_id=call.id, attempt=info.attempt,
             workspace=self.workspace, artifacts=self.deps.artifacts, heartbeat=activity.heartbeat,

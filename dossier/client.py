@@ -65,7 +65,7 @@ from contracts import (
 from activities.providers.base import ProviderError, ProviderFactory, parse_model_spec
 from dossier.agents import AgentDefinition, AgentsFile, agents_for
 from dossier.runtime import agent_endpoints, agent_tools, model_providers, open_graph, temporal_client
-from dossier.services import ensure_services
+from dossier.services import ensure_services, services_status
 from dossier.settings import Settings
 from policy.enums import MessageRole, RuntimeKind, ToolCallStatus, VisibilityScope
 from store import branches, conversations, messages
@@ -143,6 +143,8 @@ class RunRow:
     """The model spec the run used (``openai:gpt-4o-mini``, ``scripted:analyst``)."""
     usage: dict[str, int | None] = field(default_factory=lambda: dict.fromkeys(USAGE_KEYS))
     """Tokens as the provider reported them: :data:`USAGE_KEYS`, each ``None`` when not reported."""
+    seconds: float | None = None
+    """From the run's start to its finish (assembly and the model call), once finished."""
 
     def to_json(self) -> dict[str, Any]:
         """The row as JSON."""
@@ -197,6 +199,7 @@ class DossierClient:
     async def connect(cls, settings: Settings, *, account_id: str | None = None) -> AsyncIterator[DossierClient]:
         """Connect to Postgres, S3 and Temporal (starting the embedded ones as needed)."""
         endpoints = await asyncio.to_thread(ensure_services, settings, ("postgres", "s3", "temporal"))
+        settings = await asyncio.to_thread(with_running_llm, settings)
         # The worker's registry (built-in tools and the agents' tool modules): its catalog is what capture reads.
         agents, tools = agent_tools(settings)
         async with open_graph(settings, tools=tools) as deps:
@@ -216,6 +219,17 @@ class DossierClient:
     def check_text(self, text: str, what: str = "message") -> str:
         """:func:`check_text` under this client's ``message_max_bytes``."""
         return check_text(text, what, max_bytes=self.settings.message_max_bytes)
+
+    def _check_tools(self, tools: Sequence[str] | None) -> None:
+        """Refuse an allow-list naming a tool the runtime does not have (before anything is written).
+
+        Raises:
+            ClientError: a name that is no registered tool (built-in or of the agents' tool modules).
+        """
+        known = {tool.name for tool in self.deps.catalog.tools}
+        unknown = sorted(set(tools or ()) - known)
+        if unknown:
+            raise ClientError(f"unknown tool(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
 
     def _check_models(self, *specs: str) -> None:
         """Refuse a model spec no configured provider serves, before anything is written.
@@ -270,24 +284,34 @@ class DossierClient:
                      branch_id=branch_id or conversation.root_branch_id)
 
     async def participant(self, scope: Scope, spec: str, *, name: str | None = None, role: str = "assistant",
-                          parent_participant_id: str | None = None, system_prompt: str = "") -> str:
+                          parent_participant_id: str | None = None, system_prompt: str = "",
+                          tools: Sequence[str] | None = None) -> str:
         """The conversation's participant for a model spec (or an agent's name) and name, created on first use.
 
         An agent's participant gets the agent's model, system prompt (unless one is given) and a
         ``config`` holding the rest of its definition (``agent``, the ``tools`` allow-list, ``route``,
         ``token_budget``, ``endpoint``...); its default display name is the agent's name.
 
+        Args:
+            tools: the tools it is offered (canonical names, kept in its ``config["tools"]``, over an
+                agent's own list); default: the agent's list, else every tool for a scripted model and
+                every tool but the ``diag.*`` drills for a real one.
+            system_prompt: its instructions (default: the agent's, else a one-line persona).
+
         Raises:
-            ClientError: a spec no provider serves, or a name that is no agent (checked here, before any
-                workflow starts).
+            ClientError: a spec no provider serves, a name that is no agent, or an unknown tool name
+                (checked here, before any workflow starts).
         """
         self._check_models(spec)
+        self._check_tools(tools)
         agent = self.agent(spec)
         provider, model = parse_model_spec(agent.model if agent is not None else spec)
         name = name or default_name(spec)
         if agent is not None and not system_prompt:
             system_prompt = agent.system_prompt
         config = agent.participant_config() if agent is not None else {}
+        if tools is not None:
+            config["tools"] = list(tools)
         async with self.deps.sessions() as session, session.begin():
             for existing in await conversations.list_participants(session, self.account_id, scope.conversation_id):
                 if (existing.provider, existing.model, existing.name) == (provider, model, name):
@@ -327,8 +351,11 @@ class DossierClient:
 
     async def chat(self, text: str, *, conversation_id: str | None = None, branch_id: str | None = None,
                    model: str = "scripted:analyst", name: str | None = None, wait: bool = True,
-                   runtime_kind: RuntimeKind = RuntimeKind.CHAT, progress: Progress | None = None) -> TurnOutcome:
+                   runtime_kind: RuntimeKind = RuntimeKind.CHAT, progress: Progress | None = None,
+                   tools: Sequence[str] | None = None, system_prompt: str = "") -> TurnOutcome:
         """Say ``text`` and run one agent turn on it.
+
+        ``tools`` and ``system_prompt`` apply when the participant is created (see :meth:`participant`).
 
         Raises:
             InvalidInputError: bad text or ids, before anything is written.
@@ -336,8 +363,9 @@ class DossierClient:
         """
         self.check_text(text)
         self._check_models(model)
+        self._check_tools(tools)
         scope = await self._scope(conversation_id, branch_id, text)
-        participant_id = await self.participant(scope, model, name=name)
+        participant_id = await self.participant(scope, model, name=name, tools=tools, system_prompt=system_prompt)
         message_id = await self.say(scope, text)
         workflow_id = f"turn-{message_id}"
         handle = await self.temporal.start_workflow(
@@ -377,10 +405,11 @@ class DossierClient:
         return branch.id
 
     async def send_on_branch(self, text: str, *, conversation_id: str, branch_id: str,
-                             model: str = "scripted:analyst", progress: Progress | None = None) -> TurnOutcome:
-        """A turn on a forked branch (runtime kind ``branch_send``)."""
-        return await self.chat(text, conversation_id=conversation_id, branch_id=branch_id, model=model,
-                               runtime_kind=RuntimeKind.BRANCH_SEND, progress=progress)
+                             model: str = "scripted:analyst", name: str | None = None,
+                             progress: Progress | None = None, wait: bool = True) -> TurnOutcome:
+        """A turn on a forked branch (runtime kind ``branch_send``), by the conversation's participant ``name``."""
+        return await self.chat(text, conversation_id=conversation_id, branch_id=branch_id, model=model, name=name,
+                               runtime_kind=RuntimeKind.BRANCH_SEND, progress=progress, wait=wait)
 
     async def multi(self, text: str, models: Sequence[str], *, conversation_id: str | None = None,
                     branch_id: str | None = None, progress: Progress | None = None) -> list[TurnOutcome]:
@@ -582,13 +611,21 @@ class DossierClient:
                 raise
             await outer.commit()
 
-    async def wait_until_waiting(self, workflow_id: str, *, timeout: float = 120.0) -> tuple[str, ...]:
-        """Block until a turn waits on deferred tool calls; returns their ids."""
+    async def wait_until_waiting(self, workflow_id: str, *, timeout: float = 120.0,
+                                 or_done: bool = False) -> tuple[str, ...]:
+        """Block until a turn waits on deferred tool calls; returns their ids.
+
+        With ``or_done``, a turn that ended without waiting (a real model that called no deferred
+        tool) returns ``()`` instead of timing out.
+        """
         deadline = asyncio.get_running_loop().time() + timeout
+        handle = self.temporal.get_workflow_handle(workflow_id)
         while True:
             status = await self.waiting(workflow_id)
             if status.waiting_for_tool_call_ids:
                 return status.waiting_for_tool_call_ids
+            if or_done and (await handle.describe()).status != WorkflowExecutionStatus.RUNNING:
+                return ()
             if asyncio.get_running_loop().time() > deadline:
                 raise ClientError(f"{workflow_id} is not waiting on any tool after {timeout:.0f}s")
             await asyncio.sleep(0.2)
@@ -749,6 +786,7 @@ class DossierClient:
                     started_at=run.started_at.isoformat(),
                     model=f"{run.provider}:{run.model}" if run.provider and run.model else run.model,
                     usage=run_usage(run.usage),
+                    seconds=(run.finished_at - run.started_at).total_seconds() if run.finished_at else None,
                 ))
         return rows
 
@@ -768,6 +806,20 @@ class DossierClient:
                                                 if message.role is MessageRole.ASSISTANT else "user")
             lines.append((speaker, message.content))
         return lines
+
+
+def with_running_llm(settings: Settings) -> Settings:
+    """``settings`` with ``LOCAL_MODEL_URL`` pointing at the embedded model server, when that runs and none is set.
+
+    The worker `dossier services up` starts gets the URL in its environment; a client started later
+    needs it too, to accept a ``local:`` spec before it starts a turn.
+    """
+    if settings.local_model_url is not None:
+        return settings
+    for row in services_status(settings):
+        if row.name == "llm" and row.state == "running" and row.endpoint:
+            return settings.model_copy(update={"local_model_url": row.endpoint.rstrip("/")})
+    return settings
 
 
 def check_text(text: str, what: str = "message", *, max_bytes: int) -> str:

@@ -17,7 +17,7 @@ tool calls, so the rest of the runtime only ever sees canonical names.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from typing import Any
 
 from activities.tools import diag, files, human, table, workspace
@@ -38,6 +38,8 @@ from policy.tools import ToolCatalog, canonical_name, wire_name
 _CANONICAL = re.compile(r"[A-Za-z][A-Za-z0-9-]*(?:_[A-Za-z0-9-]+)*(?:\.[A-Za-z][A-Za-z0-9-]*(?:_[A-Za-z0-9-]+)*)*")
 """Dotted segments of letters, digits, ``-`` and single ``_`` (a double ``_`` encodes the dot)."""
 _WIRE_MAX = 64
+DRILL_PREFIX = "diag."
+"""Failure drills: offered to a real model only when its participant names them."""
 
 
 class ToolRegistry:
@@ -54,7 +56,8 @@ class ToolRegistry:
     def __init__(self, tools: Iterable[RegisteredTool]) -> None:
         self._tools: dict[str, RegisteredTool] = {}
         for tool in tools:
-            if not _CANONICAL.fullmatch(tool.name) or len(wire_name(tool.name)) > _WIRE_MAX:
+            # The dotted name itself must fit: wire_name's hashed fallback is for names a provider made up.
+            if not _CANONICAL.fullmatch(tool.name) or len(tool.name.replace(".", "__")) > _WIRE_MAX:
                 raise ValueError(f"tool name {tool.name!r} cannot be offered as an OpenAI function name")
             if tool.name in self._tools:
                 raise ValueError(f"tool {tool.name!r} is registered twice")
@@ -94,6 +97,29 @@ class ToolRegistry:
     def catalog(self) -> ToolCatalog:
         """The policy metadata of every tool, for capture and derivation."""
         return ToolCatalog(tools=tuple(tool.spec for tool in self))
+
+    def offered(self, provider: str | None, allowed: Sequence[str] | None = None) -> list[str]:
+        """The canonical names a participant is offered, sorted.
+
+        Args:
+            provider: the participant's provider (``scripted``, ``local``, ``openai`` ...).
+            allowed: the participant's allow-list (``config["tools"]``); names not registered are dropped.
+
+        Returns:
+            ``allowed`` when given; otherwise every tool for a scripted model (its scripts name the
+            tools they call) and every tool but the ``diag.*`` drills for a real model, which would
+            call a drill unprompted.
+        """
+        if allowed is not None:
+            wanted = set(allowed)
+            return [name for name in self.names() if name in wanted]
+        if (provider or "scripted") == "scripted":
+            return self.names()
+        return [name for name in self.names() if not name.startswith(DRILL_PREFIX)]
+
+    def unknown(self, names: Iterable[str]) -> list[str]:
+        """The names among ``names`` that are not registered tools."""
+        return sorted(set(names) - set(self._tools))
 
     def schemas(self, allowed: Collection[str] | None = None) -> list[dict[str, Any]]:
         """OpenAI ``tools`` entries, in name order, under wire names.
@@ -156,6 +182,7 @@ def default_registry() -> ToolRegistry:
 
 
 __all__ = [
+    "DRILL_PREFIX",
     "DeferredToolError",
     "RegisteredTool",
     "ToolArgumentError",

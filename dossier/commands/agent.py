@@ -43,7 +43,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     chat = subparsers.add_parser("chat", help="say something and run one agent turn")
     _scope_args(chat)
     chat.add_argument("--model", default="scripted:analyst", metavar="SPEC",
-                      help="a model SPEC (provider:model; default scripted:analyst) or an agent's NAME")
+                      help="a model SPEC (scripted:NAME, default analyst; local:NAME, openai:NAME, anthropic:NAME) "
+                           "or an agent's NAME")
+    chat.add_argument("--tools", metavar="NAME,NAME", type=_names,
+                      help="the tools the participant is offered, e.g. workspace.list_files,workspace.read_csv "
+                           "(default: all for scripted models, all but the diag.* drills for real ones)")
+    chat.add_argument("--system", default="", metavar="TEXT", help="the participant's system prompt")
     chat.add_argument("--no-wait", action="store_true", help="start the turn and print its ids without waiting")
     chat.add_argument("message", help="what to say; '-' reads it from stdin")
     chat.set_defaults(handler=_refusing(_chat))
@@ -172,6 +177,11 @@ def _print_turn(outcome: TurnOutcome) -> None:
         print(f"temporal ui   {outcome.ui_url}")
 
 
+def _names(text: str) -> list[str]:
+    """``a,b`` -> ``["a", "b"]`` (an empty string offers no tools)."""
+    return [name.strip() for name in text.split(",") if name.strip()]
+
+
 def _scope_ids(args: argparse.Namespace) -> None:
     args.conversation = check_id(args.conversation, "conversation")
     args.branch = check_id(args.branch, "branch")
@@ -183,7 +193,8 @@ def _chat(args: argparse.Namespace) -> int:
 
     async def work(client: DossierClient) -> int:
         outcome = await client.chat(args.message, conversation_id=args.conversation, branch_id=args.branch,
-                                    model=args.model, wait=not args.no_wait, progress=_progress)
+                                    model=args.model, wait=not args.no_wait, progress=_progress,
+                                    tools=args.tools, system_prompt=args.system)
         _print_turn(outcome)
         return 0 if args.no_wait or (outcome.result and outcome.result.status == "answered") else 1
     return _run(_with_client(work))

@@ -1,7 +1,10 @@
 """`dossier demo`: the main job. A real multi-step agent session through every runtime mode.
 
 Brings up the embedded stack (Postgres, S3, the Temporal dev server, the
-local model and a worker), then drives one conversation with the offline scripted models
+local model and a worker). First the local model takes a few short turns with
+real tool calls, a deferred picker and a branch (see :mod:`dossier.commands.demo_local`;
+a step where it calls no tool is reported as such). Then it drives one conversation
+with the offline scripted models
 through real workflows and real tools: a multi-step analysis turn, a
 deferred file picker answered by the "user", a branch send, a multi-model
 turn, a subagent batch with parent resume, a moderated discussion and a
@@ -15,10 +18,13 @@ import argparse
 import asyncio
 import json
 import sys
+import time
+from collections.abc import Sequence
 from datetime import timedelta
 
 from dossier.client import DossierClient, TurnOutcome
 from dossier.commands.agent import _run
+from dossier.commands.demo_local import local_session
 from dossier.services import FULL_STACK, ensure_services
 from dossier.settings import Settings
 
@@ -47,9 +53,20 @@ def _turn(outcome: TurnOutcome) -> None:
 
 async def _demo(args: argparse.Namespace) -> int:
     settings = Settings()
-    await asyncio.to_thread(ensure_services, settings, FULL_STACK)
+    endpoints = await asyncio.to_thread(ensure_services, settings, FULL_STACK)
     progress = (lambda line: print(f"  … {line}", file=sys.stderr, flush=True))
     async with DossierClient.connect(settings) as client:
+        _section("0. A real local model: tool calls, a deferred picker and a branch, through the same workflows")
+        local: Sequence[str] = ()
+        began = time.monotonic()
+        try:
+            local = await local_session(client, f"local:{endpoints.llm_model or settings.local_model_name}", _say,
+                                        progress)
+        except Exception as error:  # the scripted session below does not depend on it
+            _say(f"the local model session failed: {type(error).__name__}: {error}")
+            _say("continuing with the scripted session")
+        _say(f"(local model session: {time.monotonic() - began:.0f} s)")
+
         conversation, root = await client.new_conversation("Dossier demo: Q3 sales review")
 
         _section("1. Chat: a multi-step tool loop (list → read CSV → aggregate → write report)")
@@ -132,7 +149,8 @@ async def _demo(args: argparse.Namespace) -> int:
                  f"({1 - assembled / legacy:.0%} less)")
 
         _section("Inspect the runs in the Temporal UI")
-        for workflow_id in (first.workflow_id, pending.workflow_id, batch_id, discussion_id, job.workflow_id):
+        for workflow_id in (*local[1:], first.workflow_id, pending.workflow_id, batch_id, discussion_id,
+                            job.workflow_id):
             _say(client.ui_url(workflow_id) or workflow_id)
         _say(f"conversation {conversation}; `dossier runs --conversation {conversation}` lists every run")
         if args.json:

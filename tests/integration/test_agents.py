@@ -92,6 +92,22 @@ async def test_an_agents_participant_and_its_tool_module(
         helper_calls = set((await session.scalars(text("SELECT name FROM tool_calls WHERE participant_id = :id"),
                                                   {"id": outcome.participant_id})).all())
     assert len(helper_calls) > 1  # the wider agent used more than one tool
+    async with deps.sessions() as session:
+        budgets = (await session.execute(text(
+            "SELECT participant_id = :helper, token_budget FROM context_assemblies WHERE participant_id IN "
+            "(:helper, :narrow)"), {"helper": outcome.participant_id, "narrow": narrow.participant_id})).all()
+        notes = (await session.scalars(text(
+            "SELECT d.reason FROM policy_decisions d JOIN context_assemblies a ON a.id = d.context_assembly_id "
+            "WHERE a.participant_id = :id AND d.kind = 'route'"), {"id": outcome.participant_id})).all()
+        narrow_notes = (await session.scalar(text(
+            "SELECT count(*) FROM policy_decisions d JOIN context_assemblies a ON a.id = d.context_assembly_id "
+            "WHERE a.participant_id = :id AND d.kind = 'route'"), {"id": narrow.participant_id}))
+    # The agent's token_budget is every assembly's budget; an agent without one gets the policy's.
+    assert {budget for helper, budget in budgets if helper} == {9000}
+    assert {budget for helper, budget in budgets if not helper} == {8192}
+    # Its route narrows the scripted route in every assembly; the agent without a route is not narrowed.
+    assert notes and set(notes) == {"the agent's route narrows it to public, user (raw: public)"}
+    assert narrow_notes == 0
 
 
 async def test_execute_tool_refuses_a_tool_outside_the_allow_list_without_running_it(
@@ -117,4 +133,4 @@ async def test_execute_tool_refuses_a_tool_outside_the_allow_list_without_runnin
     async with deps.sessions() as session:
         row = await tool_store.get_tool_call(session, account_id, refused.tool_call_id)
     assert row.status is ToolCallStatus.FAILED and row.attempts == 1
-    assert "workspace.read_csv is not among this agent's tools (workspace.list_files)" in (row.last_error or "")
+    assert "'workspace.read_csv' is not offered to Narrow; offered: workspace.list_files" in (row.last_error or "")

@@ -8,6 +8,7 @@ the "model" answers and checks the turn, the graph and what went over the wire.
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import AsyncIterator, Iterator
 
@@ -68,6 +69,34 @@ async def _assembly(client: DossierClient, assembly_id: str):
         return await get_context_assembly(session, client.account_id, assembly_id, with_messages=True)
 
 
+async def test_a_tool_call_outside_the_participants_allow_list_is_recorded_and_fails_as_not_offered(
+    dossier: DossierClient, server: ProviderServer
+) -> None:
+    server.reply(
+        Reply(openai_completion(tool_calls=(("call_d", "diag__flaky", '{"fail_times": 0}'),))),
+        Reply(openai_completion("I cannot run that check.")),
+    )
+
+    outcome = await dossier.chat(QUESTION, model="openai:gpt-test", tools=["workspace.read_csv"],
+                                 system_prompt="Answer briefly.")
+
+    assert outcome.result.status == "answered"
+    (tool_call_id,) = outcome.result.tool_call_ids
+    async with dossier.deps.sessions() as session:
+        call = await tool_store.get_tool_call(session, dossier.account_id, tool_call_id)
+        artifact = await tool_store.get_artifact_for_tool_call(session, dossier.account_id, tool_call_id)
+        participant = await conversations.get_participant(session, dossier.account_id, outcome.participant_id)
+        config = await conversations.participant_config(session, dossier.account_id, outcome.participant_id)
+    assert (participant.system_prompt, config) == ("Answer briefly.", {"tools": ["workspace.read_csv"]})
+    # Only the allow-list went over the wire; the call to another tool ran nothing and failed for good.
+    assert [[tool["function"]["name"] for tool in sent.body["tools"]] for sent in server.received] == [
+        ["workspace__read_csv"], ["workspace__read_csv"]]
+    assert (call.name, call.status, call.attempts) == ("diag.flaky", ToolCallStatus.FAILED, 1)
+    assert artifact.status is ToolCallStatus.FAILED
+    seen = (await _assembly(dossier, (await _runs(dossier, outcome.result.model_run_ids))[1].context_assembly_id))
+    assert "not offered" in json.dumps(seen.messages)
+
+
 async def test_an_openai_turn_calls_a_tool_then_answers_and_records_usage(
     dossier: DossierClient, server: ProviderServer
 ) -> None:
@@ -105,8 +134,10 @@ async def test_an_openai_turn_calls_a_tool_then_answers_and_records_usage(
     for sent, run in ((sent_first, first), (sent_second, second)):
         assert sent.body["model"] == "gpt-test" and sent.headers["authorization"] == "Bearer sk-test"
         assert sent.body["messages"] == list((await _assembly(dossier, run.context_assembly_id)).messages)
+        # A real model is offered every tool but the diag.* drills when its participant names none.
         assert [tool["function"]["name"] for tool in sent.body["tools"]] == [
-            tool["function"]["name"] for tool in default_registry().schemas()]
+            tool["function"]["name"] for tool in default_registry().schemas()
+            if not tool["function"]["name"].startswith("diag__")]
         assert openai_request_problems(sent.body) == []
     # The second call carries the first one's tool call and its result, paired by id.
     [assistant] = [m for m in sent_second.body["messages"] if m["role"] == "assistant" and m.get("tool_calls")]

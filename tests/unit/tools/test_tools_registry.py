@@ -237,3 +237,15 @@ def test_schemas_offer_only_an_allow_list(registry):
     offered = [entry["function"]["name"] for entry in registry.schemas(["workspace.read_csv", "files.write", "x.y"])]
     assert offered == ["files__write", "workspace__read_csv"]
     assert len(registry.schemas(None)) == len(registry) and registry.schemas(()) == []
+
+
+def test_a_participant_is_offered_its_allow_list_else_everything_but_drills_for_real_models(registry):
+    assert registry.offered("scripted") == registry.offered(None) == EXPECTED_TOOLS
+    real = [name for name in EXPECTED_TOOLS if not name.startswith("diag.")]
+    for provider in ("local", "openai", "anthropic"):
+        assert registry.offered(provider) == real
+    assert registry.offered("local", ["workspace.read_csv", "diag.sleep", "no.such"]) == [
+        "diag.sleep", "workspace.read_csv"]
+    assert registry.offered("scripted", []) == []
+    assert [s["function"]["name"] for s in registry.schemas(["workspace.read_csv"])] == ["workspace__read_csv"]
+    assert registry.unknown(["workspace.read_csv", "no.such"]) == ["no.such"]
