@@ -21,7 +21,7 @@ from activities.tools.arguments import validate_arguments
 from activities.tools.base import ToolArgumentError, ToolContext, ToolResult
 from activities.tools.registry import ToolRegistry
 from activities.tools.skills import PARAMETERS
-from policy.records import ToolCallRecord
+from policy.records import SkillCatalogEntry, ToolCallRecord
 from policy.skills import loaded_skills, offered_with_skills
 from store import branches, conversations
 from store import tools as tool_store
@@ -55,6 +55,16 @@ async def offered_tools(session: AsyncSession, account_id: str, branch_id: str, 
     states = await participant_skill_states(session, account_id, branch_id, participant_id,
                                             before_seq=before.seq if before is not None else None)
     return offered_with_skills(base, granted, loaded_skills(states, participant_id), tools.names())
+
+
+async def skill_catalog(session: AsyncSession, account_id: str, branch_id: str, participant_id: str,
+                        config: Mapping[str, Any], library: SkillLibrary) -> tuple[SkillCatalogEntry, ...]:
+    """The participant's catalog for an assembly: its agent's skills, the loaded ones with their instructions."""
+    available = participant_skills(config)
+    if not library.granted(available):
+        return ()
+    states = await participant_skill_states(session, account_id, branch_id, participant_id)
+    return library.catalog(available, loaded_skills(states, participant_id))
 
 
 async def load_skill(deps: GraphDeps, library: SkillLibrary, context: ToolContext,
@@ -96,4 +106,4 @@ async def load_skill(deps: GraphDeps, library: SkillLibrary, context: ToolContex
     return ToolResult(payload=skill.instructions.encode(), content_type="text/markdown")
 
 
-__all__ = ["load_skill", "offered_tools"]
+__all__ = ["load_skill", "offered_tools", "skill_catalog"]

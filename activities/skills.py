@@ -81,9 +81,10 @@ class Skill:
     """The Markdown after the front matter: what ``load_skill`` returns to the model."""
     path: Path
 
-    def entry(self) -> SkillCatalogEntry:
-        """Its line in the catalog."""
-        return SkillCatalogEntry(name=self.name, description=self.description)
+    def entry(self, loaded: bool = False) -> SkillCatalogEntry:
+        """Its catalog entry (with its instructions once it is loaded)."""
+        return SkillCatalogEntry(name=self.name, description=self.description,
+                                 instructions=self.instructions if loaded else None)
 
 
 def _scalar(raw: str, path: Path, line: int) -> str:
@@ -194,9 +195,9 @@ class SkillLibrary:
         """The skill called ``name``, if the folder has it."""
         return self.skills.get(name)
 
-    def catalog(self, names: Iterable[str]) -> tuple[SkillCatalogEntry, ...]:
-        """Catalog entries of the named skills the library has, by name."""
-        return tuple(self.skills[name].entry() for name in sorted(set(names)) if name in self.skills)
+    def catalog(self, names: Iterable[str], loaded: Collection[str] = ()) -> tuple[SkillCatalogEntry, ...]:
+        """Catalog entries of the named skills the library has, by name; ``loaded`` ones carry their instructions."""
+        return tuple(self.skills[name].entry(name in loaded) for name in sorted(set(names)) if name in self.skills)
 
     def granted(self, names: Iterable[str]) -> dict[str, tuple[str, ...]]:
         """Skill name -> the tools it grants, for the named skills the library has."""

@@ -52,8 +52,8 @@ from activities.providers.base import (
     provider_for,
 )
 from activities.providers.config import EndpointConfig
-from activities.skill_state import load_skill, offered_tools
-from activities.skills import SkillLibrary, participant_skills
+from activities.skill_state import load_skill, offered_tools, skill_catalog
+from activities.skills import SkillLibrary
 from activities.tools.base import ToolContext, ToolError, UnknownToolError
 from activities.tools.registry import ToolRegistry, canonical_name
 from contracts import (
@@ -169,6 +169,8 @@ class TurnActivities:
         async with self.deps.sessions() as session:
             participant = await conversations.get_participant(session, scope.account_id, request.participant_id)
             config = await conversations.participant_config(session, scope.account_id, request.participant_id)
+            catalog = await skill_catalog(session, scope.account_id, scope.branch_id, request.participant_id, config,
+                                          self.skills)
             if request.reassembly_of_model_run_id is not None:
                 refused = await messages.get_model_run(session, scope.account_id, request.reassembly_of_model_run_id)
                 refusal = (refused.error or "no error text")[:REFUSAL_CHARS]
@@ -204,7 +206,7 @@ class TurnActivities:
             token_budget=_smallest(request.token_budget, conversations.token_budget(config)),
             now=request.now,
             model_run_id=request.model_run_id,
-            skill_catalog=self.skills.catalog(participant_skills(config)),
+            skill_catalog=catalog,
         )
         assembled = await assemble_graph_context(
             self.deps, boundary, assembly_id=request.assembly_id, extra_decisions=tuple(extra),

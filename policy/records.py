@@ -323,6 +323,9 @@ class SkillCatalogEntry(Record):
     """The skill's name (its folder's), the argument ``load_skill`` takes."""
     description: str
     """One line saying when to load it."""
+    instructions: str | None = None
+    """Set once the participant has loaded it: the skill's instructions, read from the user's skill file
+    (never from a tool result), shown in full after the list so they outlive the ``load_skill`` result."""
 
 
 class GenerationBoundary(Record):

@@ -6,8 +6,10 @@ The I/O layer reads the files (:mod:`activities.skills`); this module only
 decides, from data:
 
 * the catalog: one line per skill the participant may load, rendered as its own
-  system message right after the participant's prompt (it changes only when the
-  skill files or the agent's ``skills`` change, so its cache entry lasts);
+  system message right after the participant's prompt, then the instructions of
+  each loaded skill (from its file, so they stay in view however the ``load_skill``
+  result is compacted later). It changes only when a skill is loaded or the skill
+  files or the agent's ``skills`` change, so its cache entry lasts;
 * which skills are loaded: the latest :class:`~policy.records.SkillStateRecord`
   per skill of the participant, when it is active (the graph is the only source:
   a workflow carries ids, so a resumed parent, a continued-as-new turn or a new
@@ -42,8 +44,16 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
+LOADED_MARK = " (loaded)"
+"""After a loaded skill's name in the list."""
+LOADED_TITLE = "Instructions of loaded skill {name}:"
+"""Opens a loaded skill's instructions, after the list."""
+
+
 def catalog_text(entries: Iterable[SkillCatalogEntry]) -> str:
-    """The catalog's text: the header, then ``- name: description`` per skill, by name (``""``: no skills).
+    """The catalog's text: the header, ``- name: description`` per skill by name, then loaded skills' instructions.
+
+    ``""`` when there are no skills.
 
     Args:
         entries: the skills the participant may load (duplicates by name are shown once).
@@ -54,8 +64,12 @@ def catalog_text(entries: Iterable[SkillCatalogEntry]) -> str:
     unique = {entry.name: entry for entry in sorted(entries, key=lambda e: (e.name, e.description))}
     if not unique:
         return ""
-    lines = [f"- {_one_line(entry.name)}: {_one_line(entry.description)}" for entry in unique.values()]
-    return "\n".join([CATALOG_HEADER, *lines])
+    lines = [f"- {_one_line(entry.name)}{LOADED_MARK if entry.instructions is not None else ''}: "
+             f"{_one_line(entry.description)}" for entry in unique.values()]
+    blocks = ["\n".join([CATALOG_HEADER, *lines])]
+    blocks += [f"{LOADED_TITLE.format(name=_one_line(entry.name))}\n{entry.instructions.strip()}"
+               for entry in unique.values() if entry.instructions is not None]
+    return "\n\n".join(blocks)
 
 
 def catalog_message(entries: Iterable[SkillCatalogEntry]) -> ChatMessage | None:
@@ -112,6 +126,8 @@ def offered_with_skills(
 
 __all__ = [
     "CATALOG_HEADER",
+    "LOADED_MARK",
+    "LOADED_TITLE",
     "LOAD_SKILL",
     "catalog_message",
     "catalog_text",

@@ -189,11 +189,14 @@ async def test_load_skill_returns_instructions_and_offers_the_granted_tools_from
     # Before loading: the allow-list and load_skill; the tools csv-analysis grants are held back.
     assert tool_names(first) == ["load_skill", *BASE]
     assert tool_names(second) == tool_names(third) == WITH_CSV
-    # The catalog is its own system message after the prompt, on every call, unchanged by loading.
+    # The catalog is its own system message after the prompt; once loaded, the skill is marked and its
+    # instructions (from its file) follow the list on every later call.
     catalog = catalog_text(library.catalog(["csv-analysis", "drills"]))
-    assert system_messages(first)[:2] == system_messages(third)[:2] == [
-        "You are Skilled. Load a skill when the task needs it.", catalog]
+    assert system_messages(first)[:2] == ["You are Skilled. Load a skill when the task needs it.", catalog]
     assert "- csv-analysis: Sum and compare" in catalog and "- review" not in catalog  # only the agent's skills
+    loaded = catalog_text(library.catalog(["csv-analysis", "drills"], loaded=["csv-analysis"]))
+    assert system_messages(second)[:2] == system_messages(third)[:2] == [system_messages(first)[0], loaded]
+    assert "- csv-analysis (loaded): " in loaded and "Instructions of loaded skill csv-analysis:" in loaded
     # The skill's instructions came back as load_skill's tool result.
     results = [m["content"] for m in second.body["messages"] if m["role"] == "tool"]
     assert "Sum a numeric column per group with `table.aggregate`" in results[-1]
@@ -305,6 +308,9 @@ async def test_the_loaded_skill_survives_continue_as_new_and_parent_resume(
         result_type=TurnResult)
     assert resumed.status == "answered"
     assert [tool_names(sent) for sent in server.received[3:]] == [WITH_CSV, WITH_CSV]
+    # Each run after the load (continued as new, resumed) shows the skill's instructions from its file.
+    assert all("Instructions of loaded skill csv-analysis:" in system_messages(sent)[1]
+               for sent in server.received[1:])
     assert (await _all_calls(dossier))[2:] == [("table.aggregate", ToolCallStatus.SUCCEEDED)]  # no second load
     assert await _loaded(dossier, scope, participant) == [("csv-analysis", True, ["table.aggregate", "files.write"])]
 

@@ -9,7 +9,14 @@ import pytest
 from policy.enums import MessageRole
 from policy.epochs import prefix_digest
 from policy.records import SkillCatalogEntry
-from policy.skills import CATALOG_HEADER, LOAD_SKILL, catalog_message, catalog_text, loaded_skills, offered_with_skills
+from policy.skills import (
+    CATALOG_HEADER,
+    LOAD_SKILL,
+    catalog_message,
+    catalog_text,
+    loaded_skills,
+    offered_with_skills,
+)
 from policy_builders import OTHER, VIEWER, boundary, candidates, message, skill
 
 CSV = SkillCatalogEntry(name="csv-analysis",
@@ -29,6 +36,19 @@ def test_the_catalog_is_a_header_and_one_line_per_skill_in_name_order():
     ])
     assert catalog_text([]) == "" and catalog_message([]) is None
     assert catalog_message([CSV]) is not None and catalog_message([CSV]).role is MessageRole.SYSTEM
+
+
+def test_a_loaded_skill_is_marked_and_its_instructions_follow_the_list():
+    loaded = CSV.model_copy(update={"instructions": "1. Aggregate.\n2. Cite ids.\n"})
+    assert catalog_text([REVIEW, loaded]) == "\n".join([
+        CATALOG_HEADER,
+        f"- csv-analysis (loaded): {CSV.description}",
+        f"- review: {REVIEW.description}",
+        "",
+        "Instructions of loaded skill csv-analysis:",
+        "1. Aggregate.",
+        "2. Cite ids.",
+    ])
 
 
 def test_the_catalog_is_deterministic_deduplicated_and_one_line_per_entry():
