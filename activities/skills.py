@@ -20,10 +20,8 @@ tools. Anything else (an unknown key, a tab, a stray line, an empty body) is a
 :class:`SkillFileError` naming the file and the line, and the worker refuses to
 start, so a typo never silently grants or hides a tool.
 
-Exceptions::
-
-    SkillFileError          a skill file that does not fit the format (file, line, problem)
-    └── UnknownSkillError   an agent names a skill the skills folder does not have
+Every problem is a :class:`SkillFileError` (file, line, problem); an agent naming a
+skill the folder lacks is the agents file's error (:meth:`dossier.agents.AgentsFile.check_skills`).
 
 What the model sees (the catalog) and which tools a loaded skill offers are
 decided in :mod:`policy.skills`; loading one is the ``load_skill`` tool
@@ -62,10 +60,6 @@ class SkillFileError(ValueError):
     def __init__(self, file: Path | str, problem: str, *, line: int | None = None) -> None:
         self.file, self.line, self.problem = Path(file), line, problem
         super().__init__(f"{file}{f':{line}' if line is not None else ''}: {problem}")
-
-
-class UnknownSkillError(SkillFileError):
-    """An agent names a skill that is not in the skills folder."""
 
 
 @dataclass(frozen=True)
@@ -203,18 +197,6 @@ class SkillLibrary:
         """Skill name -> the tools it grants, for the named skills the library has."""
         return {name: self.skills[name].tools for name in sorted(set(names)) if name in self.skills}
 
-    def check(self, names: Iterable[str], where: str) -> None:
-        """Refuse names the library does not have.
-
-        Raises:
-            UnknownSkillError: the first unknown name, with the skills there are.
-        """
-        unknown = sorted(set(names) - set(self.skills))
-        if unknown:
-            known = ", ".join(sorted(self.skills)) or "none"
-            raise UnknownSkillError(self.folder or Path("."), f"{where}: unknown skill(s) {unknown}; skills in "
-                                    f"{self.folder or 'no skills folder (set DOSSIER_SKILLS_DIR)'}: {known}")
-
 
 def load_skills(folder: Path | str, known_tools: Collection[str]) -> SkillLibrary:
     """Read every ``<folder>/<name>/SKILL.md``.
@@ -244,9 +226,10 @@ def load_skills(folder: Path | str, known_tools: Collection[str]) -> SkillLibrar
         skill = parse_skill(text, path, folder=sub.name)
         unknown = [tool for tool in skill.tools if tool not in known_tools]
         if unknown:
-            line = next((n for n, text_line in enumerate(text.splitlines(), 1) if text_line.startswith("tools")), None)
-            raise SkillFileError(path, f"grants unknown tool(s) {unknown}; registered: {', '.join(sorted(known_tools))}",
-                                 line=line)
+            line = next((n for n, text_line in enumerate(text.splitlines(), 1) if text_line.startswith("tools")),
+                        None)
+            registered = ", ".join(sorted(known_tools))
+            raise SkillFileError(path, f"grants unknown tool(s) {unknown}; registered: {registered}", line=line)
         skills[skill.name] = skill
     return SkillLibrary(skills=skills, folder=folder)
 
@@ -262,7 +245,6 @@ __all__ = [
     "Skill",
     "SkillFileError",
     "SkillLibrary",
-    "UnknownSkillError",
     "load_skills",
     "parse_skill",
     "participant_skills",

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from activities.skills import SkillFileError, SkillLibrary, UnknownSkillError, load_skills, parse_skill
+from activities.skills import SkillFileError, load_skills, parse_skill
 from activities.tools.registry import default_registry
 from dossier.agents import AgentsFileError, load_agents, parse_agents
 from dossier.runtime import agent_skills, agent_tools
@@ -97,11 +97,6 @@ def test_a_missing_folder_or_skill_file_is_refused(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(SkillFileError, match="cannot read"):
         load_skills(tmp_path, KNOWN)
-
-
-def test_a_library_refuses_unknown_names():
-    with pytest.raises(UnknownSkillError, match="unknown skill"):
-        SkillLibrary().check(["csv-analysis"], "agents.a.skills")
 
 
 def test_the_agents_file_skills_dir_is_relative_to_the_file_and_agents_skills_are_checked(tmp_path, monkeypatch):

@@ -1,4 +1,4 @@
-"""The skill catalog and skill-gated offering: pure functions of data (policy/skills.py), and where the catalog lands."""
+"""The skill catalog and skill-gated offering: pure functions of data (policy/skills.py), and where it renders."""
 
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ from policy_builders import OTHER, VIEWER, boundary, candidates, message, skill
 CSV = SkillCatalogEntry(name="csv-analysis",
                         description="Sum and compare numeric columns of workspace CSV files by group "
                                     "(revenue by region, orders by month).")
-REVIEW = SkillCatalogEntry(name="review",
-                           description="Review an analysis or report and list each claim a tool result does not support.")
+REVIEW = SkillCatalogEntry(
+    name="review", description="Review an analysis or report and list each claim a tool result does not support.")
 KNOWN = ("files.write", LOAD_SKILL, "table.aggregate", "workspace.list_files", "workspace.read_csv")
 GRANTED = {"csv-analysis": ("table.aggregate", "files.write"), "review": ("workspace.read_csv",)}
 
