@@ -70,7 +70,8 @@ def render_context(
 
     The prefix first: the participant's prompt as its own system message (it
     never changes, so its cache entry outlives every epoch), the skill catalog
-    as the next one when the participant has skills, the runtime sections after it, then the kept transcript in lineage order. Then
+    as the next one when the participant has skills, the runtime sections
+    after it, then the kept transcript in lineage order. Then
     the epoch's appended events (:func:`policy.native.render_events`). The
     list is checked against both providers' rules before it is returned.
 
