@@ -52,6 +52,8 @@ from activities.providers.base import (
     provider_for,
 )
 from activities.providers.config import EndpointConfig
+from activities.skill_state import load_skill, offered_tools, skill_catalog
+from activities.skills import SkillLibrary
 from activities.tools.base import ToolContext, ToolError, UnknownToolError
 from activities.tools.registry import ToolRegistry, canonical_name
 from contracts import (
@@ -72,7 +74,15 @@ from contracts import (
 )
 from policy.budget import reduced_budget
 from policy.enums import DecisionOutcome, MessageRole, RuntimeKind, ToolCallStatus, VisibilityScope
-from policy.records import ChatMessage, GenerationBoundary, PolicyDecisionRecord, ToolCallRequest
+from policy.records import (
+    ChatMessage,
+    GenerationBoundary,
+    ParticipantRecord,
+    PolicyDecisionRecord,
+    ToolCallRecord,
+    ToolCallRequest,
+)
+from policy.skills import LOAD_SKILL
 from store import checkpoints, conversations, messages
 from store import tools as tool_store
 from store.assemblies import get_context_assembly
@@ -122,6 +132,8 @@ class TurnActivities:
     agent_endpoints: Mapping[str, EndpointConfig] = field(default_factory=dict)
     """Agent name -> its own endpoint (base URL, key), over the installation's; built by the composition
     root from the agents file and the environment, so activities never read either."""
+    skills: SkillLibrary = field(default_factory=SkillLibrary)
+    """The skills folder's skills (:mod:`activities.skills`), read by the composition root at start."""
 
     def _provider(self, spec: str, agent: object) -> tuple[ModelProvider, str]:
         """The provider for a participant's spec, over its agent's own endpoint when it has one."""
@@ -157,6 +169,8 @@ class TurnActivities:
         async with self.deps.sessions() as session:
             participant = await conversations.get_participant(session, scope.account_id, request.participant_id)
             config = await conversations.participant_config(session, scope.account_id, request.participant_id)
+            catalog = await skill_catalog(session, scope.account_id, scope.branch_id, request.participant_id, config,
+                                          self.skills)
             if request.reassembly_of_model_run_id is not None:
                 refused = await messages.get_model_run(session, scope.account_id, request.reassembly_of_model_run_id)
                 refusal = (refused.error or "no error text")[:REFUSAL_CHARS]
@@ -192,6 +206,7 @@ class TurnActivities:
             token_budget=_smallest(request.token_budget, conversations.token_budget(config)),
             now=request.now,
             model_run_id=request.model_run_id,
+            skill_catalog=catalog,
         )
         assembled = await assemble_graph_context(
             self.deps, boundary, assembly_id=request.assembly_id, extra_decisions=tuple(extra),
@@ -215,7 +230,7 @@ class TurnActivities:
                 participant = await conversations.get_participant(session, account, request.participant_id)
                 config = await conversations.participant_config(session, account, request.participant_id)
                 stored = await get_context_assembly(session, account, request.assembly_id, with_messages=True)
-            offered = self.tools.offered(participant.provider, conversations.allowed_tools(config))
+                offered = await self._offered_to(session, account, request.scope.branch_id, participant, config)
             provider, model = self._provider(f"{participant.provider or 'scripted'}:{participant.model}",
                                              config.get("agent"))
             epoch = stored.record.epoch
@@ -246,11 +261,18 @@ class TurnActivities:
         return ModelStepResult(model_run_id=request.model_run_id, message_id=message_id, answered=not calls,
                                tools=tuple(steps))
 
-    async def _offered(self, session: AsyncSession, account: str, participant_id: str) -> tuple[str, list[str]]:
-        """The participant's name and the tools it is offered: its allow-list, else its provider's default."""
-        participant = await conversations.get_participant(session, account, participant_id)
-        config = await conversations.participant_config(session, account, participant_id)
-        return participant.name, self.tools.offered(participant.provider, conversations.allowed_tools(config))
+    async def _offered(self, session: AsyncSession, account: str, call: ToolCallRecord) -> tuple[str, list[str]]:
+        """The calling participant's name and the tools it was offered when it made ``call``."""
+        participant = await conversations.get_participant(session, account, call.participant_id)
+        config = await conversations.participant_config(session, account, call.participant_id)
+        return participant.name, await self._offered_to(session, account, call.branch_id, participant, config, call)
+
+    async def _offered_to(self, session: AsyncSession, account: str, branch_id: str, participant: ParticipantRecord,
+                          config: dict[str, Any], before: ToolCallRecord | None = None) -> list[str]:
+        """Its allow-list (else its provider's default), narrowed and widened by its skills (:mod:`policy.skills`)."""
+        base = self.tools.offered(participant.provider, conversations.allowed_tools(config))
+        return await offered_tools(session, account, branch_id, participant.id, base, config, self.tools,
+                                   self.skills, before=before)
 
     async def _plan_tool_call(self, request: CallModelInput, call: ToolCallRequest,
                               offered: list[str]) -> ToolStepInput:
@@ -337,7 +359,7 @@ class TurnActivities:
             return _step_result(earlier)
         async with self.deps.sessions() as session:
             call = await tool_store.get_tool_call(session, account, request.tool_call_id)
-            name, offered = await self._offered(session, account, call.participant_id)
+            name, offered = await self._offered(session, account, call)
         info = activity.info()
         if call.name in self.tools and call.name not in offered:
             # The model was not offered it (its agent's allow-list, or a drill a real model was not
@@ -351,7 +373,10 @@ class TurnActivities:
             privacy=call.privacy,
         )
         try:
-            result = await self.tools.execute(call.name, context, dict(call.arguments))
+            if call.name == LOAD_SKILL:  # writes skill state, so it runs with the graph
+                result = await load_skill(self.deps, self.skills, context, dict(call.arguments))
+            else:
+                result = await self.tools.execute(call.name, context, dict(call.arguments))
         except ToolError as error:
             if not error.retryable:  # bad arguments, unknown or deferred tool: another attempt cannot help
                 return await self._capture_failure(account, call.id, f"{type(error).__name__}: {error}",

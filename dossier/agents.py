@@ -2,12 +2,14 @@
 
 Each ``[agents.NAME]`` table defines one agent::
 
+    skills_dir = "skills"                 # top level: the skills folder, relative to this file
+
     [agents.analyst]
     model = "openai:gpt-4o-mini"          # a model SPEC: openai:, anthropic:, local:, scripted:
     system_prompt = "You are a careful analyst. Cite result ids."
     tools = ["workspace.read_csv", "table.aggregate"]   # allow-list; absent: every tool
     tool_modules = ["examples.tools_example"]           # modules whose @tool functions the worker registers
-    skills = ["csv-analysis"]                           # parsed only
+    skills = ["csv-analysis"]                           # skills it may load (load_skill); see below
     token_budget = 16000
     route = { allowed = ["public", "user"], raw_allowed = ["public"] }
     endpoint = { base_url = "http://127.0.0.1:11434/v1", api_key_env = "OLLAMA_API_KEY" }
@@ -27,9 +29,14 @@ system prompt, and its ``config`` stores the rest of the definition. In force
 today: the ``tools`` allow-list (what the model is offered and what
 ``execute_tool`` runs), ``endpoint`` (its model calls), ``tool_modules`` (the
 worker registers their tools at start), ``route`` (every assembly's provider
-route is narrowed to it, never widened) and ``token_budget`` (every assembly's
-budget, or a smaller one after a context refused as too long). Parsed and
-stored only: ``skills``, ``mcp_servers``.
+route is narrowed to it, never widened), ``token_budget`` (every assembly's
+budget, or a smaller one after a context refused as too long) and ``skills``:
+the skills (folders ``<skills_dir>/<name>/SKILL.md``, :mod:`activities.skills`)
+its context's skill catalog lists and its ``load_skill`` tool may load; a tool a
+skill grants is offered only once the skill is loaded (:mod:`policy.skills`).
+The skills folder is ``DOSSIER_SKILLS_DIR``, else the file's top-level
+``skills_dir``; a skill no folder has stops the worker. Parsed and stored only:
+``mcp_servers``.
 
 Every problem is an :class:`AgentsFileError` naming the file, the agent and the field.
 The file is :attr:`~dossier.settings.Settings.dossier_agents_file` (``DOSSIER_AGENTS_FILE``),
@@ -212,6 +219,8 @@ class AgentsFile(_Strict):
 
     path: Path
     agents: dict[str, AgentDefinition] = Field(default_factory=dict)
+    skills_dir: Path | None = None
+    """The top-level ``skills_dir``, resolved against the file's folder (``None``: not given)."""
 
     def get(self, name: str) -> AgentDefinition | None:
         """The agent called ``name``, if the file defines it."""
@@ -236,6 +245,21 @@ class AgentsFile(_Strict):
                                       agent=agent.name, field="tools")
 
 
+    def check_skills(self, known: Iterable[str]) -> None:
+        """Refuse an agent's ``skills`` naming a skill the skills folder does not have.
+
+        Raises:
+            AgentsFileError: the agent, the field and the unknown names.
+        """
+        names = set(known)
+        for agent in self.agents.values():
+            unknown = [skill for skill in agent.skills if skill not in names]
+            if unknown:
+                where = f"skills in {self.skills_dir}" if self.skills_dir else "no skills folder (skills_dir)"
+                raise AgentsFileError(self.path, f"unknown skill(s) {unknown}; {where}: "
+                                      f"{', '.join(sorted(names)) or 'none'}", agent=agent.name, field="skills")
+
+
 def parse_agents(text: str, path: Path | str = DEFAULT_AGENTS_FILE) -> AgentsFile:
     """Parse an agents file's text.
 
@@ -247,9 +271,12 @@ def parse_agents(text: str, path: Path | str = DEFAULT_AGENTS_FILE) -> AgentsFil
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise AgentsFileError(path, f"not valid TOML: {error}") from error
-    unknown = sorted(set(data) - {"agents"})
+    unknown = sorted(set(data) - {"agents", "skills_dir"})
     if unknown:
         raise AgentsFileError(path, f"unknown top-level key(s) {unknown}; agents are [agents.NAME] tables")
+    skills_dir = data.get("skills_dir")
+    if skills_dir is not None and (not isinstance(skills_dir, str) or not skills_dir):
+        raise AgentsFileError(path, "skills_dir must be a folder's path (a string)", field="skills_dir")
     tables = data.get("agents", {})
     if not isinstance(tables, dict):
         raise AgentsFileError(path, "agents must be a table of [agents.NAME] tables")
@@ -266,7 +293,8 @@ def parse_agents(text: str, path: Path | str = DEFAULT_AGENTS_FILE) -> AgentsFil
             field = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in first["loc"]).lstrip(".")
             raise AgentsFileError(path, first["msg"].removeprefix("Value error, "), agent=name,
                                   field=field or None) from error
-    return AgentsFile(path=path, agents=agents)
+    return AgentsFile(path=path, agents=agents,
+                      skills_dir=path.parent / skills_dir if skills_dir is not None else None)
 
 
 def load_agents(path: Path | str) -> AgentsFile:

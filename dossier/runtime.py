@@ -39,6 +39,7 @@ from activities.providers.base import ProviderFactory, provider_for
 from activities.providers.config import DEFAULT_REQUEST_TIMEOUT_SECONDS, EndpointConfig, ProvidersConfig
 from activities.providers.factory import ModelProviders
 from activities.tokens import token_counter
+from activities.skills import SkillLibrary, load_skills
 from activities.tools.registry import ToolRegistry, default_registry
 from activities.turns import TurnActivities
 from dossier.agents import AgentsFile, agents_for
@@ -132,6 +133,22 @@ def agent_tools(settings: Settings) -> tuple[AgentsFile, ToolRegistry]:
     registry = registry_with(agents.tool_modules(), search_path=[Path.cwd()])
     agents.check_tools(registry.names())
     return agents, registry
+
+
+def agent_skills(settings: Settings, agents: AgentsFile, tools: ToolRegistry) -> SkillLibrary:
+    """The skills folder in force, read and checked: ``DOSSIER_SKILLS_DIR``, else the agents file's ``skills_dir``.
+
+    Every skill's ``tools`` must be registered and every agent's ``skills`` must be in the folder,
+    so a typo stops the worker at start instead of silently granting or hiding a tool mid-run.
+
+    Raises:
+        SkillFileError: a missing folder, a bad ``SKILL.md`` (file and line) or a skill granting an unknown tool.
+        AgentsFileError: an agent naming a skill the folder does not have.
+    """
+    folder = settings.dossier_skills_dir or agents.skills_dir
+    library = load_skills(folder, tools.names()) if folder is not None else SkillLibrary()
+    agents.check_skills(library.skills)
+    return library
 
 
 def agent_endpoints(agents: AgentsFile, environ: Mapping[str, str] | None = None) -> dict[str, EndpointConfig]:
@@ -261,6 +278,7 @@ def build_worker(
     workspace: Path = SAMPLE_WORKSPACE,
     agent_endpoints: Mapping[str, EndpointConfig] | None = None,
     workflow_failure_exception_types: Sequence[type[BaseException]] = (),
+    skills: SkillLibrary | None = None,
 ) -> Worker:
     """A worker with every Dossier workflow and activity registered.
 
@@ -274,6 +292,7 @@ def build_worker(
         workspace: the data folder the workspace tools read.
         agent_endpoints: agent name -> its own endpoint (:func:`agent_endpoints`).
         workflow_failure_exception_types: fail workflows (not just tasks) on these (tests).
+        skills: the skills folder's skills (:func:`agent_skills`; default: none).
 
     Returns:
         The worker, not yet running.
@@ -287,7 +306,7 @@ def build_worker(
         raise ValueError(f"the graph dependencies were built without the specs of {missing}: "
                          "build them with dossier.runtime.graph_deps(tools=...) or open_graph(tools=...)")
     activities = TurnActivities(deps=deps, tools=tools, workspace=workspace, providers=providers,
-                                agent_endpoints=dict(agent_endpoints or {}))
+                                agent_endpoints=dict(agent_endpoints or {}), skills=skills or SkillLibrary())
     return Worker(
         client,
         task_queue=task_queue,
@@ -301,17 +320,21 @@ async def run_worker(settings: Settings) -> None:
     """Connect everything and poll until SIGINT or SIGTERM, then drain and stop.
 
     Raises:
-        AgentsFileError: a bad agents file (before any service is touched).
+        AgentsFileError: a bad agents file, or an agent naming an unknown skill (before any service is touched).
         ToolModuleError: a tool module the agents file names failed to import.
+        SkillFileError: a bad skill file in the skills folder.
     """
     agents, tools = agent_tools(settings)
+    skills = agent_skills(settings, agents, tools)
     if agents.agents:
         logger.info("agents file %s: %d agent(s), %d tool(s)", agents.path, len(agents.agents), len(tools))
+    if skills.skills:
+        logger.info("skills folder %s: %s", skills.folder, ", ".join(sorted(skills.skills)))
     async with open_graph(settings, services=("postgres", "s3", "temporal"), tools=tools) as deps:
         client = await temporal_client(settings)
         providers = model_providers(settings)
         worker = build_worker(client, deps, task_queue=settings.temporal_task_queue, tools=tools,
-                              providers=providers, agent_endpoints=agent_endpoints(agents))
+                              providers=providers, agent_endpoints=agent_endpoints(agents), skills=skills)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGINT, signal.SIGTERM):
@@ -329,6 +352,7 @@ async def run_worker(settings: Settings) -> None:
 __all__ = [
     "SAMPLE_WORKSPACE",
     "agent_endpoints",
+    "agent_skills",
     "agent_tools",
     "artifact_store_for",
     "build_worker",

@@ -125,6 +125,10 @@ class Settings(BaseSettings):
     """Agent definitions (`DOSSIER_AGENTS_FILE`, TOML, see `dossier.agents`); unset means `agents.toml` in the
     working directory when there is one."""
 
+    dossier_skills_dir: Path | None = None
+    """The skills folder (`DOSSIER_SKILLS_DIR`: `<dir>/<name>/SKILL.md`, see `activities.skills`); unset means
+    the agents file's `skills_dir`, if it names one."""
+
     model_timeout_seconds: float | None = Field(default=None, gt=0)
     """Longest one model call may take before it is retried (the model-call activity's start-to-close
     timeout); unset means the workflows' default of 10 minutes."""

@@ -56,6 +56,7 @@ from policy.records import (
 from policy.rehydration import plan_rehydration
 from policy.render import ASSEMBLER_VERSION, AssemblyResult, prefix_parts, render_context
 from policy.selection import Item, Ledger, Selection
+from policy.skills import catalog_text
 from policy.tokens import TokenCounter
 from policy.transcript import transcript_items
 
@@ -156,7 +157,8 @@ def _select(
             sizing = plan_events(policy, candidates, events.messages, participant, viewer, short, counter,
                                  boundary.now, whole=False)
         prefix_budget = max(0, budget - sizing.tokens)
-    kept, prefix_tokens = spend_budget(policy, items, participant, prefix_budget, counter, ledger)
+    catalog = catalog_text(boundary.skill_catalog)
+    kept, prefix_tokens = spend_budget(policy, items, participant, prefix_budget, counter, ledger, catalog)
     rehydration, raw_denials = plan_rehydration(policy, boundary, candidates, viewer, kept, short, ledger)
     for message in events.messages:
         denial = admit(message, message.privacy, viewer)
@@ -178,7 +180,7 @@ def _select(
             outcome = DecisionOutcome.REHYDRATED if result.mode == "raw" else DecisionOutcome.INCLUDED
             ledger.decide("appended", f"tool_call:{result.call.id}", outcome,
                           f"own result as a native tool message ({result.mode})")
-    items_keys = prefix_parts(participant, kept, rehydration, raw_denials, candidates)
+    items_keys = prefix_parts(participant, kept, rehydration, raw_denials, candidates, catalog)
     digest = prefix_digest(items_keys)
     epoch = EpochRecord(
         epoch_id="", started=False, reason="", boundary_seq=boundary_seq, started_snapshot_seq=started_snapshot_seq,

@@ -24,6 +24,7 @@ def spend_budget(
     budget: int,
     counter: TokenCounter,
     ledger: Ledger,
+    catalog: str = "",
 ) -> tuple[list[Item], int]:
     """Keep items in priority order while they fit; protected items always stay.
 
@@ -35,12 +36,15 @@ def spend_budget(
         counter: the injected token counter.
         ledger: receives an included, protected, stale-marked or omitted
             decision for every item.
+        catalog: the skill catalog's text (:func:`policy.skills.catalog_text`), paid for with the prompt.
 
     Returns:
         The kept items, in priority order, and the tokens they and the
         system prompt cost.
     """
     system_cost = count_message(ChatMessage(role=MessageRole.SYSTEM, content=participant.system_prompt), counter)
+    if catalog:
+        system_cost += count_message(ChatMessage(role=MessageRole.SYSTEM, content=catalog), counter)
     spent = system_cost
     opened: set[str] = set()
     kept: list[Item] = []

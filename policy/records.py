@@ -316,6 +316,18 @@ class RouteLimit(Record):
         return sorted(c.value for c in classes)
 
 
+class SkillCatalogEntry(Record):
+    """One skill a participant may load: what the compact skill catalog shows of it."""
+
+    name: str
+    """The skill's name (its folder's), the argument ``load_skill`` takes."""
+    description: str
+    """One line saying when to load it."""
+    instructions: str | None = None
+    """Set once the participant has loaded it: the skill's instructions, read from the user's skill file
+    (never from a tool result), shown in full after the list so they outlive the ``load_skill`` result."""
+
+
 class GenerationBoundary(Record):
     """Everything that identifies one model call."""
 
@@ -335,6 +347,9 @@ class GenerationBoundary(Record):
     """The generation's logical time (a workflow time, never a wall clock)."""
     model_run_id: str | None = None
     evidence_requests: tuple[EvidenceRequest, ...] = ()
+    skill_catalog: tuple[SkillCatalogEntry, ...] = ()
+    """The skills the participant may load (from its agent's ``skills``, read from the user's skill files):
+    rendered as their own system message (:func:`policy.skills.catalog_message`). Empty: no catalog."""
 
 
 class CandidateSet(Record):

@@ -39,6 +39,7 @@ from policy.records import (
 )
 from policy.rehydration import bounded, describe, slice_payload, unavailable_raw_decisions
 from policy.selection import Item, Selection
+from policy.skills import catalog_message
 from policy.tokens import TokenCounter, count_messages
 from policy.validate import require_valid
 
@@ -68,8 +69,9 @@ def render_context(
     """Second pure pass: serialise the selection into provider messages.
 
     The prefix first: the participant's prompt as its own system message (it
-    never changes, so its cache entry outlives every epoch), the runtime
-    sections as a second one, then the kept transcript in lineage order. Then
+    never changes, so its cache entry outlives every epoch), the skill catalog
+    as the next one when the participant has skills, the runtime sections
+    after it, then the kept transcript in lineage order. Then
     the epoch's appended events (:func:`policy.native.render_events`). The
     list is checked against both providers' rules before it is returned.
 
@@ -109,6 +111,9 @@ def render_context(
     messages: list[ChatMessage] = []
     if selection.participant.system_prompt:
         messages.append(ChatMessage(role=MessageRole.SYSTEM, content=selection.participant.system_prompt))
+    catalog = catalog_message(selection.boundary.skill_catalog)
+    if catalog is not None:
+        messages.append(catalog)
     blocks = [section(title, sections[name]) for name, title in SECTION_TITLES.items() if sections[name]]
     if blocks:
         messages.append(ChatMessage(role=MessageRole.SYSTEM, content="\n\n".join(blocks)))
@@ -201,14 +206,17 @@ def prefix_parts(
     rehydration: Sequence[RehydrationItem],
     raw_denials: Sequence[str],
     candidates: CandidateSet,
+    catalog: str = "",
 ) -> list[str]:
     """What the prefix is rendered from, part by part (:func:`policy.epochs.item_key`), in render order.
 
     Two prefixes with the same parts render to the same messages: lines and
     messages are keyed by their text, evidence by artifact, slice, cap and the
-    bytes' sha256 (read back hash-verified).
+    bytes' sha256 (read back hash-verified); the skill catalog by its text.
     """
     parts = [item_key("system", participant.system_prompt)] if participant.system_prompt else []
+    if catalog:
+        parts.append(item_key("skills", catalog))
     by_section: dict[str, list[Item]] = {name: [] for name in SECTION_TITLES}
     for item in kept:
         if item.message is None:

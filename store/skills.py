@@ -5,13 +5,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import func
+from sqlalchemy import and_, func, or_, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from policy.enums import PrivacyClass, VisibilityScope, at_least
 from policy.records import SkillStateRecord
 from store._sql import allocate_seq, get_row, new_id, translate_errors
+from store.branches import load_lineage
 from store.convert import to_skill_state
 from store.models import SkillState
 from store.taint import records_privacy
@@ -98,3 +99,46 @@ async def get_skill_state(session: AsyncSession, account_id: str, skill_state_id
         NotFoundError: no such skill state in the account.
     """
     return to_skill_state(await get_row(session, SkillState, account_id, skill_state_id))
+
+
+@translate_errors
+async def participant_skill_states(
+    session: AsyncSession,
+    account_id: str,
+    branch_id: str,
+    participant_id: str,
+    *,
+    before_seq: int | None = None,
+) -> list[SkillStateRecord]:
+    """The participant's skill states on a branch's lineage (its own branch and its ancestors up to each fork).
+
+    What decides which skills a participant has loaded (:func:`policy.skills.loaded_skills`):
+    read from the graph on every model call, so a resumed parent, a turn continued as new or
+    a turn another worker picked up see the same skills.
+
+    Args:
+        session: the caller's session.
+        account_id: the owning account.
+        branch_id: the branch the participant runs on.
+        participant_id: the participant.
+        before_seq: only states written before this ``seq`` (what was in force when a tool call
+            at that ``seq`` was made); ``None``: every state.
+
+    Returns:
+        The states, in ``seq`` order.
+
+    Raises:
+        NotFoundError: no such branch in the account.
+    """
+    lineage = await load_lineage(session, account_id, branch_id)
+    arms = [
+        and_(SkillState.branch_id == step.branch_id, SkillState.seq <= step.until_seq)
+        if step.until_seq is not None else SkillState.branch_id == step.branch_id
+        for step in lineage.steps
+    ]
+    query = select(SkillState).where(SkillState.account_id == account_id,
+                                     SkillState.participant_id == participant_id, or_(*arms))
+    if before_seq is not None:
+        query = query.where(SkillState.seq < before_seq)
+    rows = await session.scalars(query.order_by(SkillState.seq, SkillState.id))
+    return [to_skill_state(row) for row in rows]

@@ -20,7 +20,7 @@ import re
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from typing import Any
 
-from activities.tools import diag, files, human, table, workspace
+from activities.tools import diag, files, human, skills, table, workspace
 from activities.tools.arguments import check_schema, validate_arguments
 from activities.tools.base import (
     DeferredToolError,
@@ -177,8 +177,11 @@ class ToolRegistry:
 
 
 def default_registry() -> ToolRegistry:
-    """Every built-in tool: workspace, table, files, the deferred picker and the diagnostics."""
-    return ToolRegistry([*workspace.TOOLS, *table.TOOLS, *files.TOOLS, *human.TOOLS, *diag.TOOLS])
+    """Every built-in tool: workspace, table, files, the deferred picker, the diagnostics and ``load_skill``.
+
+    ``load_skill`` is offered only to participants whose agent lists skills (:mod:`policy.skills`).
+    """
+    return ToolRegistry([*workspace.TOOLS, *table.TOOLS, *files.TOOLS, *human.TOOLS, *diag.TOOLS, *skills.TOOLS])
 
 
 __all__ = [

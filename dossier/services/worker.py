@@ -60,6 +60,8 @@ def worker_environment(settings: Settings, endpoints: Endpoints) -> dict[str, st
     env.update({key: value for key, value in pairs.items() if value is not None})
     # The worker runs in DOSSIER_HOME: the agents file in force here, and the modules it names, are found
     # from this working directory (an absolute path, and this directory first on the worker's import path).
+    if settings.dossier_skills_dir is not None:
+        env["DOSSIER_SKILLS_DIR"] = str(settings.dossier_skills_dir.resolve())
     agents_file = agents_file_path(settings.dossier_agents_file)
     if agents_file is not None:
         env["DOSSIER_AGENTS_FILE"] = str(agents_file.resolve())

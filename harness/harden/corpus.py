@@ -111,7 +111,7 @@ class Placement:
 
 FIELDS = ("json_value", "json_key", "nested_list", "python_literal", "csv_header", "csv_cell", "text_first_line",
           "error", "aggregate_groups", "listing", "flaky_result", "file_handle", "user_tool_result",
-          "subagent_report", "deferred_answer", "tool_arguments")
+          "subagent_report", "deferred_answer", "tool_arguments", "skill_instructions")
 
 
 @tool(name="harden.user_note", privacy="user", freshness="session", summary_fields=("note", "unit"))
@@ -164,12 +164,15 @@ def placements(payload: Payload) -> list[Placement]:
                   b'{"name": "' + j + b'", "bytes": 3, "sha256": "' + b"0" * 64 + b'", "uri": "s3://b/' + j + b'"}'),
         # A user's tool: its return value through the same conversion the worker applies.
         Placement("user_tool_result", USER_TOOL_SPEC.name, user_result.content_type, user_result.payload),
+        # load_skill's result: a skill's Markdown instructions.
+        Placement("skill_instructions", "load_skill", "text/markdown", b"# Skill\n\n1. " + p + b"\n2. Cite ids.\n"),
     ]
 
 
 TOOL_SOURCES: dict[str, str] = {
     "diag.flaky": "flaky_result (its result document) and error (an attempt's error text)",
     "diag.sleep": "json_value: a result document (the generic JSON placements)",
+    "load_skill": "skill_instructions: the Markdown instructions it returns",
     "files.write": "file_handle (the handle document) and tool_arguments (a name a model passes)",
     "table.aggregate": "aggregate_groups: group names in its grouped result document",
     "user.pick_file": "deferred_answer: the user's answer (also end to end through the worker)",

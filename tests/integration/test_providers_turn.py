@@ -134,10 +134,11 @@ async def test_an_openai_turn_calls_a_tool_then_answers_and_records_usage(
     for sent, run in ((sent_first, first), (sent_second, second)):
         assert sent.body["model"] == "gpt-test" and sent.headers["authorization"] == "Bearer sk-test"
         assert sent.body["messages"] == list((await _assembly(dossier, run.context_assembly_id)).messages)
-        # A real model is offered every tool but the diag.* drills when its participant names none.
+        # A real model is offered every tool but the diag.* drills when its participant names none
+        # (and load_skill only when its agent lists skills).
         assert [tool["function"]["name"] for tool in sent.body["tools"]] == [
             tool["function"]["name"] for tool in default_registry().schemas()
-            if not tool["function"]["name"].startswith("diag__")]
+            if not tool["function"]["name"].startswith("diag__") and tool["function"]["name"] != "load_skill"]
         assert openai_request_problems(sent.body) == []
     # The second call carries the first one's tool call and its result, paired by id.
     [assistant] = [m for m in sent_second.body["messages"] if m["role"] == "assistant" and m.get("tool_calls")]

@@ -23,7 +23,7 @@ from policy.enums import FreshnessClass, PrivacyClass
 from policy.tools import ToolCatalog, ToolSpec
 
 EXPECTED_TOOLS = [
-    "diag.flaky", "diag.sleep", "files.write", "table.aggregate", "user.pick_file",
+    "diag.flaky", "diag.sleep", "files.write", "load_skill", "table.aggregate", "user.pick_file",
     "workspace.list_files", "workspace.read_csv",
 ]
 OPENAI_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
