@@ -1,0 +1,335 @@
+"""MCP servers as tool sources, through the official ``mcp`` SDK (stdio and streamable HTTP).
+
+The worker connects to every configured server once, at start
+(:func:`connect_mcp_servers`): it initializes one :class:`~mcp.ClientSession`
+per server, lists the server's tools and turns each allowed one into a
+:class:`~activities.tools.base.RegisteredTool` named ``mcp.<server>.<tool>``,
+with the server's JSON schema for its arguments and the server's privacy and
+freshness defaults for its results. The registry then runs them like any other
+tool: arguments are checked against the schema, the result's bytes are
+captured as an artifact, retries belong to Temporal.
+
+One session per server serves every call for the worker's life; each session
+lives in a task of its own (the SDK's transports are anyio task groups, which
+must be entered and left in one task) and is closed when the worker stops.
+
+Failures::
+
+    McpServerError            a server that cannot start, initialize or list its tools (the worker
+                              does not start: fail closed), or whose tools cannot be offered
+    ToolArgumentError         the server refused the arguments (JSON-RPC INVALID_PARAMS)      (permanent)
+    ToolExecutionError        the tool reported an error (``isError``), another protocol
+                              error, a timeout or a lost connection                          (transient)
+
+Everything a server returns is untrusted data: it is stored and shown fenced, never obeyed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import re
+import tempfile
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import IO, Any
+
+import anyio
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS, CallToolResult, PaginatedRequestParams, TextContent, Tool
+
+from activities.tools.base import (
+    RegisteredTool,
+    ToolArgumentError,
+    ToolContext,
+    ToolExecutionError,
+    ToolResult,
+)
+from policy.enums import STRICTEST_PRIVACY, FreshnessClass, PrivacyClass
+from policy.tools import ToolSpec
+
+logger = logging.getLogger(__name__)
+
+PREFIX = "mcp."
+"""Every MCP tool's canonical name starts with it: ``mcp.<server>.<tool>``."""
+SEGMENT = re.compile(r"[A-Za-z][A-Za-z0-9-]*(?:_[A-Za-z0-9-]+)*")
+"""A server or tool name that fits one segment of a canonical tool name (see the registry)."""
+ERROR_TEXT_MAX = 2000
+"""Characters of a tool's error text kept in the failure message (the text is the server's, untrusted)."""
+STDERR_TAIL = 800
+"""Characters of a stdio server's stderr quoted when it fails to start."""
+TIMEOUT_MARGIN_SECONDS = 5.0
+"""The activity's timeout exceeds the MCP request's, so a slow server fails as our retryable error first."""
+
+
+class McpServerError(Exception):
+    """An MCP server could not be connected, initialized or listed, or offers a tool that cannot be registered.
+
+    Raised at worker start: a worker never runs with a configured server missing.
+    """
+
+
+@dataclass(frozen=True)
+class McpServerConfig:
+    """One MCP server, as an agents file configures it (``dossier.agents.McpServer`` builds it)."""
+
+    name: str
+    """Its name: its tools are offered as ``mcp.<name>.<tool>``."""
+    transport: str
+    """``stdio`` (a program the worker starts) or ``http`` (streamable HTTP at ``url``)."""
+    command: tuple[str, ...] = ()
+    """``stdio``: the program and its arguments."""
+    url: str | None = None
+    """``http``: the endpoint (``http://127.0.0.1:8000/mcp``)."""
+    privacy: PrivacyClass = STRICTEST_PRIVACY
+    """Privacy class of every call and result (unknown: the strictest, fail closed)."""
+    freshness: FreshnessClass = FreshnessClass.SESSION
+    """Freshness class of its results."""
+    stale_after_seconds: float | None = None
+    """Lifetime of a result (the spec's ttl); ``None``: the policy's default for the class."""
+    tools: tuple[str, ...] | None = None
+    """Allow-list of the server's tool names (``None``: every tool it lists)."""
+    env: Mapping[str, str] = field(default_factory=dict)
+    """``stdio``: variables set for the server, over the SDK's safe default environment (PATH, HOME ...)."""
+    timeout_seconds: float = 30.0
+    """Bound on starting the server and on each call."""
+
+
+@dataclass(frozen=True)
+class McpServers:
+    """The connected servers' tools, ready for the registry."""
+
+    tools: tuple[RegisteredTool, ...] = ()
+    """Every allowed tool of every server, in server then name order."""
+    sessions: Mapping[str, ClientSession] = field(default_factory=dict)
+    """Server name -> its open session."""
+
+
+def tool_name(server: str, tool: str) -> str:
+    """The canonical name of a server's tool (``mcp.git.git_status``)."""
+    return f"{PREFIX}{server}.{tool}"
+
+
+@asynccontextmanager
+async def connect_mcp_servers(configs: Sequence[McpServerConfig]) -> AsyncIterator[McpServers]:
+    """Connect to every server, list its tools, and keep the sessions open until the block ends.
+
+    Args:
+        configs: the servers (names must be unique).
+
+    Yields:
+        Their tools and sessions.
+
+    Raises:
+        McpServerError: a server that cannot be started, initialized or listed in its timeout, a
+            duplicate name, an allow-list naming a tool the server does not have, or a tool name
+            that cannot be offered.
+    """
+    names = [config.name for config in configs]
+    duplicates = sorted({name for name in names if names.count(name) > 1})
+    if duplicates:
+        raise McpServerError(f"MCP server(s) {duplicates} configured twice with different settings")
+    stop = asyncio.Event()
+    owners: list[asyncio.Task[None]] = []
+    try:
+        opened: list[tuple[McpServerConfig, ClientSession, list[Tool]]] = []
+        for config in configs:
+            ready: asyncio.Future[tuple[ClientSession, list[Tool]]] = asyncio.get_running_loop().create_future()
+            owners.append(asyncio.create_task(_own_session(config, ready, stop), name=f"mcp-{config.name}"))
+            session, listed = await ready
+            opened.append((config, session, listed))
+        tools = tuple(tool for config, session, listed in opened for tool in _registered(config, session, listed))
+        yield McpServers(tools=tools, sessions={config.name: session for config, session, _ in opened})
+    finally:
+        stop.set()
+        await asyncio.gather(*owners, return_exceptions=True)
+
+
+async def _own_session(config: McpServerConfig, ready: asyncio.Future[tuple[ClientSession, list[Tool]]],
+                       stop: asyncio.Event) -> None:
+    """Open the server's session, hand it over through ``ready``, hold it until ``stop``, then close it.
+
+    A failure before the hand-over goes to ``ready`` as :class:`McpServerError`; one after it
+    (the connection dropping while the worker runs) is logged, and the calls fail as retryable.
+    """
+    with tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace") as errlog:
+        try:
+            async with AsyncExitStack() as stack:
+                session = await _open(stack, config, errlog)
+                with anyio.fail_after(config.timeout_seconds):
+                    await session.initialize()
+                    listed = await _list_tools(session)
+                ready.set_result((session, listed))
+                await stop.wait()
+        except BaseException as error:  # noqa: BLE001 - anyio raises groups; each becomes one clear error
+            if not ready.done():
+                ready.set_exception(McpServerError(_start_failure(config, error, errlog)))
+            elif not isinstance(error, asyncio.CancelledError):
+                logger.error("MCP server %s: session ended: %s", config.name, _describe(error))
+            if isinstance(error, asyncio.CancelledError):
+                raise
+
+
+async def _open(stack: AsyncExitStack, config: McpServerConfig, errlog: IO[str]) -> ClientSession:
+    """Start the transport and the session on ``stack`` (not yet initialized)."""
+    if config.transport == "stdio":
+        if not config.command:
+            raise McpServerError(f"MCP server {config.name}: a stdio server needs a command")
+        params = StdioServerParameters(command=config.command[0], args=list(config.command[1:]),
+                                       env=dict(config.env) or None)
+        read, write = await stack.enter_async_context(stdio_client(params, errlog=errlog))
+    elif config.transport == "http" and config.url:
+        read, write = await stack.enter_async_context(streamable_http_client(config.url))
+    else:
+        raise McpServerError(f"MCP server {config.name}: unknown transport {config.transport!r} or no url")
+    return await stack.enter_async_context(
+        ClientSession(read, write, read_timeout_seconds=config.timeout_seconds))
+
+
+async def _list_tools(session: ClientSession) -> list[Tool]:
+    """Every tool the server lists, following pagination."""
+    tools: list[Tool] = []
+    cursor: str | None = None
+    while True:
+        page = await session.list_tools(params=PaginatedRequestParams(cursor=cursor) if cursor else None)
+        tools.extend(page.tools)
+        cursor = page.next_cursor
+        if not cursor:
+            return tools
+
+
+def _start_failure(config: McpServerConfig, error: BaseException, errlog: IO[str]) -> str:
+    """A message naming the server, how it was reached, what went wrong and the tail of its stderr."""
+    where = " ".join(config.command) if config.transport == "stdio" else config.url
+    cause = f"no answer within {config.timeout_seconds:g}s" if _is_timeout(error) else _describe(error)
+    message = f"MCP server {config.name!r} ({config.transport}: {where}) could not start: {cause}"
+    try:
+        errlog.seek(0)
+        tail = errlog.read()[-STDERR_TAIL:].strip()
+    except (OSError, ValueError):
+        tail = ""
+    return f"{message}; its stderr ends: {tail}" if tail else message
+
+
+def _leaves(error: BaseException) -> list[BaseException]:
+    """The innermost exceptions of an exception group (the error itself otherwise)."""
+    if isinstance(error, BaseExceptionGroup):
+        return [leaf for inner in error.exceptions for leaf in _leaves(inner)]
+    return [error]
+
+
+def _is_timeout(error: BaseException) -> bool:
+    return any(isinstance(leaf, TimeoutError) for leaf in _leaves(error))
+
+
+def _describe(error: BaseException) -> str:
+    return "; ".join(f"{type(leaf).__name__}: {leaf}" for leaf in _leaves(error))
+
+
+def _registered(config: McpServerConfig, session: ClientSession, listed: list[Tool]) -> list[RegisteredTool]:
+    """The server's allowed tools as registry entries.
+
+    Raises:
+        McpServerError: the allow-list names a tool the server does not list, or an allowed tool's
+            name cannot be part of a canonical tool name.
+    """
+    by_name = {tool.name: tool for tool in listed}
+    if config.tools is not None:
+        missing = sorted(set(config.tools) - set(by_name))
+        if missing:
+            raise McpServerError(f"MCP server {config.name!r} has no tool(s) {missing}; it lists: "
+                                 f"{', '.join(sorted(by_name)) or 'none'}")
+    allowed = sorted(by_name if config.tools is None else config.tools)
+    bad = [name for name in allowed if not SEGMENT.fullmatch(name)]
+    if bad:
+        raise McpServerError(f"MCP server {config.name!r}: tool name(s) {bad} cannot be offered as "
+                             "mcp.<server>.<tool>; leave them out with the server's tools allow-list")
+    return [_tool(config, session, by_name[name]) for name in allowed]
+
+
+def _tool(config: McpServerConfig, session: ClientSession, tool: Tool) -> RegisteredTool:
+    """One MCP tool as a registry entry: the server's schema, privacy and freshness; a call is a ``tools/call``."""
+    name = tool_name(config.name, tool.name)
+    schema = dict(tool.input_schema)
+    schema.setdefault("properties", {})
+
+    async def run(context: ToolContext, arguments: dict[str, Any]) -> ToolResult:
+        return await call_tool(session, config, tool.name, arguments)
+
+    ttl = timedelta(seconds=config.stale_after_seconds) if config.stale_after_seconds else None
+    spec = ToolSpec(name=name, privacy=config.privacy, freshness=config.freshness, ttl=ttl)
+    description = (tool.description or tool.title or tool.name).strip()
+    return RegisteredTool(spec=spec, description=f"{description} (MCP server {config.name})", parameters=schema,
+                          run=run, timeout_seconds=config.timeout_seconds + TIMEOUT_MARGIN_SECONDS)
+
+
+async def call_tool(session: ClientSession, config: McpServerConfig, tool: str,
+                    arguments: dict[str, Any]) -> ToolResult:
+    """One ``tools/call`` on the server's shared session, its result as captured bytes.
+
+    Raises:
+        ToolArgumentError: the server refused the arguments (INVALID_PARAMS).
+        ToolExecutionError: the tool reported an error, or the call failed otherwise.
+    """
+    where = f"MCP server {config.name!r} tool {tool!r}"
+    try:
+        result = await session.call_tool(tool, arguments, read_timeout_seconds=config.timeout_seconds)
+    except MCPError as error:
+        if error.code == INVALID_PARAMS:
+            raise ToolArgumentError(f"{where} refused the arguments: {error.message}") from error
+        raise ToolExecutionError(f"{where} failed: MCP error {error.code}: {error.message}") from error
+    except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError) as error:
+        raise ToolExecutionError(f"{where}: the connection is gone: {type(error).__name__}: {error}") from error
+    if not isinstance(result, CallToolResult):
+        raise ToolExecutionError(f"{where} answered {type(result).__name__}, not a tool result")
+    if result.is_error:
+        text = _text(result)[:ERROR_TEXT_MAX]
+        raise ToolExecutionError(f"{where} reported an error: {text or '(no text)'}")
+    return result_bytes(result)
+
+
+def _text(result: CallToolResult) -> str:
+    return "\n".join(block.text for block in result.content if isinstance(block, TextContent))
+
+
+def result_bytes(result: CallToolResult) -> ToolResult:
+    """A successful result's bytes, as exactly as the protocol allows.
+
+    Structured content is the tool's own JSON; text-only content is its text (one block as is,
+    several joined by newlines; JSON text is sniffed as JSON when captured); anything else
+    (images, resources, mixed blocks) is the content list as the protocol's JSON.
+    """
+    if result.structured_content is not None:
+        return ToolResult(payload=json.dumps(result.structured_content, ensure_ascii=False).encode(),
+                          content_type="application/json")
+    if all(isinstance(block, TextContent) for block in result.content):
+        return ToolResult(payload=_text(result).encode("utf-8", "surrogatepass"),
+                          content_type="text/plain; charset=utf-8")
+    blocks = [block.model_dump(mode="json", by_alias=True, exclude_none=True) for block in result.content]
+    return ToolResult(payload=json.dumps(blocks, ensure_ascii=False).encode(), content_type="application/json")
+
+
+def passed_env(names: Sequence[str], environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The variables named in ``names`` that are set in ``environ`` (default ``os.environ``)."""
+    environ = os.environ if environ is None else environ
+    return {name: environ[name] for name in names if name in environ}
+
+
+__all__ = [
+    "PREFIX",
+    "McpServerConfig",
+    "McpServerError",
+    "McpServers",
+    "call_tool",
+    "connect_mcp_servers",
+    "passed_env",
+    "result_bytes",
+    "tool_name",
+]
