@@ -215,7 +215,8 @@ class TurnActivities:
                 participant = await conversations.get_participant(session, account, request.participant_id)
                 config = await conversations.participant_config(session, account, request.participant_id)
                 stored = await get_context_assembly(session, account, request.assembly_id, with_messages=True)
-            offered = self.tools.offered(participant.provider, conversations.allowed_tools(config))
+            offered = self.tools.offered(participant.provider, conversations.allowed_tools(config),
+                                         conversations.mcp_servers(config))
             provider, model = self._provider(f"{participant.provider or 'scripted'}:{participant.model}",
                                              config.get("agent"))
             epoch = stored.record.epoch
@@ -250,7 +251,8 @@ class TurnActivities:
         """The participant's name and the tools it is offered: its allow-list, else its provider's default."""
         participant = await conversations.get_participant(session, account, participant_id)
         config = await conversations.participant_config(session, account, participant_id)
-        return participant.name, self.tools.offered(participant.provider, conversations.allowed_tools(config))
+        return participant.name, self.tools.offered(participant.provider, conversations.allowed_tools(config),
+                                                    conversations.mcp_servers(config))
 
     async def _plan_tool_call(self, request: CallModelInput, call: ToolCallRequest,
                               offered: list[str]) -> ToolStepInput:

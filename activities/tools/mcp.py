@@ -29,8 +29,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
-import re
 import tempfile
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -52,54 +50,17 @@ from activities.tools.base import (
     ToolExecutionError,
     ToolResult,
 )
-from policy.enums import STRICTEST_PRIVACY, FreshnessClass, PrivacyClass
+from activities.tools.mcp_config import SEGMENT, McpServerConfig, McpServerError, tool_name
 from policy.tools import ToolSpec
 
 logger = logging.getLogger(__name__)
 
-PREFIX = "mcp."
-"""Every MCP tool's canonical name starts with it: ``mcp.<server>.<tool>``."""
-SEGMENT = re.compile(r"[A-Za-z][A-Za-z0-9-]*(?:_[A-Za-z0-9-]+)*")
-"""A server or tool name that fits one segment of a canonical tool name (see the registry)."""
 ERROR_TEXT_MAX = 2000
 """Characters of a tool's error text kept in the failure message (the text is the server's, untrusted)."""
 STDERR_TAIL = 800
 """Characters of a stdio server's stderr quoted when it fails to start."""
 TIMEOUT_MARGIN_SECONDS = 5.0
 """The activity's timeout exceeds the MCP request's, so a slow server fails as our retryable error first."""
-
-
-class McpServerError(Exception):
-    """An MCP server could not be connected, initialized or listed, or offers a tool that cannot be registered.
-
-    Raised at worker start: a worker never runs with a configured server missing.
-    """
-
-
-@dataclass(frozen=True)
-class McpServerConfig:
-    """One MCP server, as an agents file configures it (``dossier.agents.McpServer`` builds it)."""
-
-    name: str
-    """Its name: its tools are offered as ``mcp.<name>.<tool>``."""
-    transport: str
-    """``stdio`` (a program the worker starts) or ``http`` (streamable HTTP at ``url``)."""
-    command: tuple[str, ...] = ()
-    """``stdio``: the program and its arguments."""
-    url: str | None = None
-    """``http``: the endpoint (``http://127.0.0.1:8000/mcp``)."""
-    privacy: PrivacyClass = STRICTEST_PRIVACY
-    """Privacy class of every call and result (unknown: the strictest, fail closed)."""
-    freshness: FreshnessClass = FreshnessClass.SESSION
-    """Freshness class of its results."""
-    stale_after_seconds: float | None = None
-    """Lifetime of a result (the spec's ttl); ``None``: the policy's default for the class."""
-    tools: tuple[str, ...] | None = None
-    """Allow-list of the server's tool names (``None``: every tool it lists)."""
-    env: Mapping[str, str] = field(default_factory=dict)
-    """``stdio``: variables set for the server, over the SDK's safe default environment (PATH, HOME ...)."""
-    timeout_seconds: float = 30.0
-    """Bound on starting the server and on each call."""
 
 
 @dataclass(frozen=True)
@@ -110,11 +71,6 @@ class McpServers:
     """Every allowed tool of every server, in server then name order."""
     sessions: Mapping[str, ClientSession] = field(default_factory=dict)
     """Server name -> its open session."""
-
-
-def tool_name(server: str, tool: str) -> str:
-    """The canonical name of a server's tool (``mcp.git.git_status``)."""
-    return f"{PREFIX}{server}.{tool}"
 
 
 @asynccontextmanager
@@ -316,20 +272,11 @@ def result_bytes(result: CallToolResult) -> ToolResult:
     return ToolResult(payload=json.dumps(blocks, ensure_ascii=False).encode(), content_type="application/json")
 
 
-def passed_env(names: Sequence[str], environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The variables named in ``names`` that are set in ``environ`` (default ``os.environ``)."""
-    environ = os.environ if environ is None else environ
-    return {name: environ[name] for name in names if name in environ}
-
-
 __all__ = [
-    "PREFIX",
     "McpServerConfig",
     "McpServerError",
     "McpServers",
     "call_tool",
     "connect_mcp_servers",
-    "passed_env",
     "result_bytes",
-    "tool_name",
 ]
