@@ -22,6 +22,7 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import psutil
 import pytest
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from temporalio.testing import WorkflowEnvironment
@@ -29,9 +30,11 @@ from temporalio.testing import WorkflowEnvironment
 from activities.tokens import token_counter
 from activities.tools.base import ToolArgumentError, ToolContext, ToolExecutionError
 from activities.tools.mcp_config import McpServerError
+from dossier.agents import parse_agents
 from dossier.client import DossierClient, TurnOutcome
 from dossier.runtime import agent_mcp_servers, agent_tools, build_worker, graph_deps, model_providers, run_worker
 from dossier.settings import Settings
+from dossier.tools import registry_with
 from policy.enums import STRICTEST_PRIVACY, PrivacyClass, ToolCallStatus
 from provider_server import ProviderServer, Reply, openai_completion
 from store import conversations
@@ -44,6 +47,13 @@ pytestmark = pytest.mark.integration
 BIN = Path(sys.executable).parent
 TEST_SERVER = Path(__file__).resolve().parents[1] / "mcp_test_server.py"
 QUESTION = "What time is it in Paris, and what changed in the repository?"
+
+
+def _stdio_servers() -> list[psutil.Process]:
+    """This process's children that are the stdio MCP servers of the latency test."""
+    return [child for child in psutil.Process().children(recursive=True)
+            if any("mcp_test_server.py" in part or "mcp-server-time" in part for part in child.cmdline())
+            and "http" not in child.cmdline()]
 
 
 def _free_port() -> int:
@@ -300,9 +310,6 @@ async def test_warm_mcp_call_latency_through_the_registry(http_server: str) -> N
             f'url = "{http_server}"\n[agents.a.mcp_servers.local]\ntransport = "stdio"\n'
             f'command = ["{sys.executable}", "{TEST_SERVER}", "stdio"]\n'
             f'[agents.a.mcp_servers.time]\ntransport = "stdio"\ncommand = ["{BIN}/mcp-server-time"]\n')
-    from dossier.agents import parse_agents
-    from dossier.tools import registry_with
-
     context = ToolContext(account_id="a", tool_call_id="t", attempt=1, workspace=Path("."), artifacts=None)
     async with agent_mcp_servers(parse_agents(toml)) as mcp:
         registry = registry_with(extra=mcp.tools)
@@ -318,5 +325,9 @@ async def test_warm_mcp_call_latency_through_the_registry(http_server: str) -> N
             await registry.execute("mcp.web.lookup", context, {})  # the server's schema, checked before sending
         with pytest.raises(ToolExecutionError, match="reported an error"):
             await registry.execute("mcp.local.fail", context, {"reason": "x"})
+        servers = _stdio_servers()
+        assert len(servers) == 2  # one process per stdio server, shared by every call above
+    # Closed with the block (the worker's shutdown): no server process outlives it.
+    assert not [process for process in servers if process.is_running() and process.status() != "zombie"]
     print("\nwarm MCP call latency (ms, mean of 30):", {name: round(ms, 2) for name, ms in timings.items()})
     assert all(ms > 0 for ms in timings.values())
