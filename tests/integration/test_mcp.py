@@ -13,6 +13,7 @@ class on the artifact and the object).
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -30,7 +31,7 @@ from temporalio.testing import WorkflowEnvironment
 from activities.tokens import token_counter
 from activities.tools.base import ToolArgumentError, ToolContext, ToolExecutionError
 from activities.tools.mcp_config import McpServerError
-from dossier.agents import parse_agents
+from dossier.agents import load_agents, parse_agents
 from dossier.client import DossierClient, TurnOutcome
 from dossier.runtime import agent_mcp_servers, agent_tools, build_worker, graph_deps, model_providers, run_worker
 from dossier.settings import Settings
@@ -302,6 +303,18 @@ async def test_a_server_that_cannot_start_stops_the_worker_with_a_typed_error(tm
     message = str(caught.value)
     assert "MCP server 'broken'" in message and "could not start" in message
     assert "config file missing: /etc/mcp.toml" in message  # the server's own stderr says why
+
+
+async def test_the_example_agents_file_connects_its_mcp_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = Path(__file__).resolve().parents[2]
+    monkeypatch.setenv("PATH", f"{BIN}:{os.environ.get('PATH', '')}")  # as in an activated venv
+    monkeypatch.syspath_prepend(str(repo))  # examples.tools_example, as the worker imports it from its directory
+    agents = load_agents(repo / "examples" / "agents.toml")
+    async with agent_mcp_servers(agents) as mcp:
+        registry = registry_with(agents.tool_modules(), extra=mcp.tools)
+        agents.check_tools(registry.names())
+        assert [tool.name for tool in mcp.tools] == ["mcp.time.get_current_time"]
+        assert registry.get("mcp.time.get_current_time").spec.privacy is PrivacyClass.PUBLIC
 
 
 async def test_warm_mcp_call_latency_through_the_registry(http_server: str) -> None:
