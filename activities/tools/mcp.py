@@ -41,7 +41,7 @@ from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
-from mcp_types import INVALID_PARAMS, CallToolResult, PaginatedRequestParams, TextContent, Tool
+from mcp_types import CONNECTION_CLOSED, INVALID_PARAMS, CallToolResult, PaginatedRequestParams, TextContent, Tool
 
 from activities.tools.base import (
     RegisteredTool,
@@ -63,14 +63,60 @@ TIMEOUT_MARGIN_SECONDS = 5.0
 """The activity's timeout exceeds the MCP request's, so a slow server fails as our retryable error first."""
 
 
+class McpConnection:
+    """One server's shared session, owned by a task of its own; reopened once it is lost.
+
+    Calls read :attr:`session` each time, so a call after :meth:`reopen` uses the new session.
+    """
+
+    def __init__(self, config: McpServerConfig) -> None:
+        self.config = config
+        self.session: ClientSession | None = None
+        self._owner: asyncio.Task[None] | None = None
+        self._stop = asyncio.Event()
+        self._lock = asyncio.Lock()
+
+    async def open(self) -> list[Tool]:
+        """Start the server (or connect to it), initialize, and list its tools.
+
+        Raises:
+            McpServerError: it did not answer in its timeout, or failed to start.
+        """
+        ready: asyncio.Future[tuple[ClientSession, list[Tool]]] = asyncio.get_running_loop().create_future()
+        self._stop = asyncio.Event()
+        self._owner = asyncio.create_task(_own_session(self.config, ready, self._stop), name=f"mcp-{self.config.name}")
+        self.session, listed = await ready
+        return listed
+
+    async def reopen(self, lost: ClientSession | None) -> None:
+        """Replace a lost session with a new one (once, however many calls saw it fail).
+
+        Raises:
+            McpServerError: the server does not come back.
+        """
+        async with self._lock:
+            if self.session is not lost:
+                return  # another call already reopened it
+            logger.warning("MCP server %s: the session was lost; reconnecting", self.config.name)
+            await self.close()
+            await self.open()
+
+    async def close(self) -> None:
+        """End the session (and a stdio server's process)."""
+        self._stop.set()
+        if self._owner is not None:
+            await asyncio.gather(self._owner, return_exceptions=True)
+        self.session, self._owner = None, None
+
+
 @dataclass(frozen=True)
 class McpServers:
     """The connected servers' tools, ready for the registry."""
 
     tools: tuple[RegisteredTool, ...] = ()
     """Every allowed tool of every server, in server then name order."""
-    sessions: Mapping[str, ClientSession] = field(default_factory=dict)
-    """Server name -> its open session."""
+    connections: Mapping[str, McpConnection] = field(default_factory=dict)
+    """Server name -> its connection."""
 
 
 @asynccontextmanager
@@ -81,7 +127,7 @@ async def connect_mcp_servers(configs: Sequence[McpServerConfig]) -> AsyncIterat
         configs: the servers (names must be unique).
 
     Yields:
-        Their tools and sessions.
+        Their tools and connections.
 
     Raises:
         McpServerError: a server that cannot be started, initialized or listed in its timeout, a
@@ -92,20 +138,15 @@ async def connect_mcp_servers(configs: Sequence[McpServerConfig]) -> AsyncIterat
     duplicates = sorted({name for name in names if names.count(name) > 1})
     if duplicates:
         raise McpServerError(f"MCP server(s) {duplicates} configured twice with different settings")
-    stop = asyncio.Event()
-    owners: list[asyncio.Task[None]] = []
+    connections: dict[str, McpConnection] = {}
     try:
-        opened: list[tuple[McpServerConfig, ClientSession, list[Tool]]] = []
+        tools: list[RegisteredTool] = []
         for config in configs:
-            ready: asyncio.Future[tuple[ClientSession, list[Tool]]] = asyncio.get_running_loop().create_future()
-            owners.append(asyncio.create_task(_own_session(config, ready, stop), name=f"mcp-{config.name}"))
-            session, listed = await ready
-            opened.append((config, session, listed))
-        tools = tuple(tool for config, session, listed in opened for tool in _registered(config, session, listed))
-        yield McpServers(tools=tools, sessions={config.name: session for config, session, _ in opened})
+            connection = connections[config.name] = McpConnection(config)
+            tools.extend(_registered(connection, await connection.open()))
+        yield McpServers(tools=tuple(tools), connections=connections)
     finally:
-        stop.set()
-        await asyncio.gather(*owners, return_exceptions=True)
+        await asyncio.gather(*(connection.close() for connection in connections.values()), return_exceptions=True)
 
 
 async def _own_session(config: McpServerConfig, ready: asyncio.Future[tuple[ClientSession, list[Tool]]],
@@ -113,7 +154,7 @@ async def _own_session(config: McpServerConfig, ready: asyncio.Future[tuple[Clie
     """Open the server's session, hand it over through ``ready``, hold it until ``stop``, then close it.
 
     A failure before the hand-over goes to ``ready`` as :class:`McpServerError`; one after it
-    (the connection dropping while the worker runs) is logged, and the calls fail as retryable.
+    (the connection dropping while the worker runs) is logged, and the next call reopens the session.
     """
     with tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace") as errlog:
         try:
@@ -189,13 +230,14 @@ def _describe(error: BaseException) -> str:
     return "; ".join(f"{type(leaf).__name__}: {leaf}" for leaf in _leaves(error))
 
 
-def _registered(config: McpServerConfig, session: ClientSession, listed: list[Tool]) -> list[RegisteredTool]:
+def _registered(connection: McpConnection, listed: list[Tool]) -> list[RegisteredTool]:
     """The server's allowed tools as registry entries.
 
     Raises:
         McpServerError: the allow-list names a tool the server does not list, or an allowed tool's
             name cannot be part of a canonical tool name.
     """
+    config = connection.config
     by_name = {tool.name: tool for tool in listed}
     if config.tools is not None:
         missing = sorted(set(config.tools) - set(by_name))
@@ -207,17 +249,18 @@ def _registered(config: McpServerConfig, session: ClientSession, listed: list[To
     if bad:
         raise McpServerError(f"MCP server {config.name!r}: tool name(s) {bad} cannot be offered as "
                              "mcp.<server>.<tool>; leave them out with the server's tools allow-list")
-    return [_tool(config, session, by_name[name]) for name in allowed]
+    return [_tool(connection, by_name[name]) for name in allowed]
 
 
-def _tool(config: McpServerConfig, session: ClientSession, tool: Tool) -> RegisteredTool:
+def _tool(connection: McpConnection, tool: Tool) -> RegisteredTool:
     """One MCP tool as a registry entry: the server's schema, privacy and freshness; a call is a ``tools/call``."""
+    config = connection.config
     name = tool_name(config.name, tool.name)
     schema = dict(tool.input_schema)
     schema.setdefault("properties", {})
 
     async def run(context: ToolContext, arguments: dict[str, Any]) -> ToolResult:
-        return await call_tool(session, config, tool.name, arguments)
+        return await call_tool(connection, tool.name, arguments)
 
     ttl = timedelta(seconds=config.stale_after_seconds) if config.stale_after_seconds else None
     spec = ToolSpec(name=name, privacy=config.privacy, freshness=config.freshness, ttl=ttl)
@@ -226,29 +269,45 @@ def _tool(config: McpServerConfig, session: ClientSession, tool: Tool) -> Regist
                           run=run, timeout_seconds=config.timeout_seconds + TIMEOUT_MARGIN_SECONDS)
 
 
-async def call_tool(session: ClientSession, config: McpServerConfig, tool: str,
-                    arguments: dict[str, Any]) -> ToolResult:
+async def call_tool(connection: McpConnection, tool: str, arguments: dict[str, Any]) -> ToolResult:
     """One ``tools/call`` on the server's shared session, its result as captured bytes.
+
+    A lost connection (a stdio server that died, an HTTP server restarted) is reopened before
+    the error is raised, so Temporal's next attempt runs on a fresh session.
 
     Raises:
         ToolArgumentError: the server refused the arguments (INVALID_PARAMS).
         ToolExecutionError: the tool reported an error, or the call failed otherwise.
     """
+    config, session = connection.config, connection.session
     where = f"MCP server {config.name!r} tool {tool!r}"
     try:
+        if session is None:
+            raise anyio.ClosedResourceError("no session")
         result = await session.call_tool(tool, arguments, read_timeout_seconds=config.timeout_seconds)
     except MCPError as error:
         if error.code == INVALID_PARAMS:
             raise ToolArgumentError(f"{where} refused the arguments: {error.message}") from error
+        if error.code == CONNECTION_CLOSED:
+            await _reopen(connection, session)
         raise ToolExecutionError(f"{where} failed: MCP error {error.code}: {error.message}") from error
-    except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError) as error:
-        raise ToolExecutionError(f"{where}: the connection is gone: {type(error).__name__}: {error}") from error
+    except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, OSError) as error:
+        await _reopen(connection, session)
+        raise ToolExecutionError(f"{where}: the connection was lost: {type(error).__name__}: {error}") from error
     if not isinstance(result, CallToolResult):
         raise ToolExecutionError(f"{where} answered {type(result).__name__}, not a tool result")
     if result.is_error:
         text = _text(result)[:ERROR_TEXT_MAX]
         raise ToolExecutionError(f"{where} reported an error: {text or '(no text)'}")
     return result_bytes(result)
+
+
+async def _reopen(connection: McpConnection, lost: ClientSession | None) -> None:
+    """Reopen a lost session; a server that does not come back is logged (the call fails as retryable anyway)."""
+    try:
+        await connection.reopen(lost)
+    except McpServerError as error:
+        logger.error("%s", error)
 
 
 def _text(result: CallToolResult) -> str:
@@ -273,6 +332,7 @@ def result_bytes(result: CallToolResult) -> ToolResult:
 
 
 __all__ = [
+    "McpConnection",
     "McpServerConfig",
     "McpServerError",
     "McpServers",

@@ -317,6 +317,26 @@ async def test_the_example_agents_file_connects_its_mcp_server(monkeypatch: pyte
         assert registry.get("mcp.time.get_current_time").spec.privacy is PrivacyClass.PUBLIC
 
 
+async def test_a_server_that_dies_is_reconnected_for_the_next_attempt() -> None:
+    toml = (f'[agents.a]\nmodel = "scripted:analyst"\n[agents.a.mcp_servers.local]\ntransport = "stdio"\n'
+            f'command = ["{sys.executable}", "{TEST_SERVER}", "stdio"]\ntimeout_seconds = 10\n')
+    context = ToolContext(account_id="a", tool_call_id="t", attempt=1, workspace=Path("."), artifacts=None)
+    async with agent_mcp_servers(parse_agents(toml)) as mcp:
+        registry = registry_with(extra=mcp.tools)
+        assert (await registry.execute("mcp.local.echo", context, {"text": "one"})).payload == b'{"result": "one"}'
+        (first,) = _stdio_servers()
+        first.kill()
+        first.wait(timeout=10)
+        # The attempt that finds the session lost fails as retryable, and reopens it on the way out...
+        with pytest.raises(ToolExecutionError, match="MCP server 'local' tool 'echo'"):
+            await registry.execute("mcp.local.echo", context, {"text": "two"})
+        # ...so the next attempt (Temporal's retry) runs on a new server process.
+        assert (await registry.execute("mcp.local.echo", context, {"text": "three"})).payload == \
+            b'{"result": "three"}'
+        (second,) = _stdio_servers()
+        assert second.pid != first.pid
+
+
 async def test_warm_mcp_call_latency_through_the_registry(http_server: str) -> None:
     """The warm cost of one MCP call on the shared session (reported, not asserted against a threshold)."""
     toml = (f'[agents.a]\nmodel = "scripted:analyst"\n[agents.a.mcp_servers.web]\ntransport = "http"\n'
