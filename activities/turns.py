@@ -270,7 +270,8 @@ class TurnActivities:
     async def _offered_to(self, session: AsyncSession, account: str, branch_id: str, participant: ParticipantRecord,
                           config: dict[str, Any], before: ToolCallRecord | None = None) -> list[str]:
         """Its allow-list (else its provider's default), narrowed and widened by its skills (:mod:`policy.skills`)."""
-        base = self.tools.offered(participant.provider, conversations.allowed_tools(config))
+        base = self.tools.offered(participant.provider, conversations.allowed_tools(config),
+                                  conversations.mcp_servers(config))
         return await offered_tools(session, account, branch_id, participant.id, base, config, self.tools,
                                    self.skills, before=before)
 

@@ -14,11 +14,15 @@ Each ``[agents.NAME]`` table defines one agent::
     route = { allowed = ["public", "user"], raw_allowed = ["public"] }
     endpoint = { base_url = "http://127.0.0.1:11434/v1", api_key_env = "OLLAMA_API_KEY" }
 
-    [agents.analyst.mcp_servers.files]                  # parsed and checked only (MCP comes later)
-    transport = "stdio"
-    command = ["mcp-files", "--root", "data"]
-    privacy = "user"
-    tools = ["read"]
+    [agents.analyst.mcp_servers.time]                   # its tools are offered as mcp.time.<tool>
+    transport = "stdio"                                 # or "http" with url = "http://127.0.0.1:8000/mcp"
+    command = ["mcp-server-time", "--local-timezone", "UTC"]
+    privacy = "public"                                  # of every call and result (default: the strictest)
+    freshness = "volatile"
+    stale_after_seconds = 60
+    tools = ["get_current_time"]                        # the server's allow-list (absent: all its tools)
+    env_from = ["TZ"]                                   # worker variables the stdio server gets
+    timeout_seconds = 30
 
 ``endpoint.api_key_env`` names the environment variable that holds the key:
 a key itself is refused in the file.
@@ -30,13 +34,16 @@ today: the ``tools`` allow-list (what the model is offered and what
 ``execute_tool`` runs), ``endpoint`` (its model calls), ``tool_modules`` (the
 worker registers their tools at start), ``route`` (every assembly's provider
 route is narrowed to it, never widened), ``token_budget`` (every assembly's
-budget, or a smaller one after a context refused as too long) and ``skills``:
-the skills (folders ``<skills_dir>/<name>/SKILL.md``, :mod:`activities.skills`)
-its context's skill catalog lists and its ``load_skill`` tool may load; a tool a
+budget, or a smaller one after a context refused as too long), ``mcp_servers``
+(the worker connects to each server at start, one shared session per server,
+and registers its allowed tools as ``mcp.<server>.<tool>``: see
+:mod:`activities.tools.mcp`; an agent without a ``tools`` allow-list is offered
+the tools of its own servers, never another agent's) and ``skills``: the skills
+(folders ``<skills_dir>/<name>/SKILL.md``, :mod:`activities.skills`) its
+context's skill catalog lists and its ``load_skill`` tool may load; a tool a
 skill grants is offered only once the skill is loaded (:mod:`policy.skills`).
 The skills folder is ``DOSSIER_SKILLS_DIR``, else the file's top-level
-``skills_dir``; a skill no folder has stops the worker. Parsed and stored only:
-``mcp_servers``.
+``skills_dir``; a skill no folder has stops the worker.
 
 Every problem is an :class:`AgentsFileError` naming the file, the agent and the field.
 The file is :attr:`~dossier.settings.Settings.dossier_agents_file` (``DOSSIER_AGENTS_FILE``),
@@ -47,7 +54,7 @@ from __future__ import annotations
 
 import re
 import tomllib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -55,6 +62,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from activities.providers.base import UnknownModelError, parse_model_spec
 from activities.providers.factory import PROVIDERS
+from activities.tools.mcp_config import PREFIX as MCP_PREFIX
+from activities.tools.mcp_config import SEGMENT as MCP_NAME
+from activities.tools.mcp_config import McpServerConfig, passed_env
 from policy.enums import STRICTEST_PRIVACY, FreshnessClass, PrivacyClass
 
 DEFAULT_AGENTS_FILE = "agents.toml"
@@ -132,11 +142,12 @@ class Endpoint(_Strict):
 
 
 class McpServer(_Strict):
-    """An MCP server an agent may use (parsed and checked only; MCP itself is not wired yet)."""
+    """An MCP server an agent uses: the worker connects to it at start (:mod:`activities.tools.mcp`)."""
 
     name: str
-    """The server's name (its table key); its tools are offered as ``NAME.tool``."""
+    """The server's name (its table key); its tools are offered as ``mcp.NAME.tool``."""
     transport: Literal["stdio", "http"]
+    """``stdio``: the worker starts ``command``; ``http``: streamable HTTP at ``url``."""
     command: tuple[str, ...] | None = None
     """``stdio``: the program and its arguments."""
     url: str | None = None
@@ -144,23 +155,51 @@ class McpServer(_Strict):
     privacy: PrivacyClass = STRICTEST_PRIVACY
     """Privacy class of its calls and results (default: the strictest, fail closed)."""
     freshness: FreshnessClass = FreshnessClass.SESSION
+    """Freshness class of its results."""
     stale_after_seconds: float | None = Field(default=None, gt=0)
+    """Lifetime of a result (``None``: the policy's default for its freshness class)."""
     tools: tuple[str, ...] | None = None
-    """Allow-list of its tools (``None``: all)."""
+    """Allow-list of its tools, by the server's names (``None``: all)."""
+    env_from: tuple[str, ...] = ()
+    """``stdio``: names of the worker's environment variables passed to the server (values never in the file)."""
+    timeout_seconds: float = Field(default=30.0, gt=0)
+    """Bound on starting the server and on each call."""
+
+    @field_validator("name")
+    @classmethod
+    def _segment(cls, value: str) -> str:
+        if not MCP_NAME.fullmatch(value):
+            raise ValueError(f"an MCP server's name is a letter, then letters, digits, '-' or single '_': {value!r}")
+        return value
 
     @field_validator("command", mode="before")
     @classmethod
     def _split(cls, value: Any) -> Any:
         return value.split() if isinstance(value, str) else value
 
+    @field_validator("env_from")
+    @classmethod
+    def _env_names(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        bad = [name for name in value if not _ENV_NAME.fullmatch(name)]
+        if bad:
+            raise ValueError(f"env_from names environment variables; not names: {bad}")
+        return value
+
     @model_validator(mode="after")
     def _transport_fields(self) -> McpServer:
         if self.transport == "stdio" and (not self.command or self.url is not None):
             raise ValueError("a stdio server has a command and no url")
         if self.transport == "http" and (self.command is not None or not self.url
-                                         or not self.url.startswith(("http://", "https://"))):
-            raise ValueError("an http server has an http(s) url and no command")
+                                         or not self.url.startswith(("http://", "https://")) or self.env_from):
+            raise ValueError("an http server has an http(s) url, and no command or env_from")
         return self
+
+    def config(self, environ: Mapping[str, str] | None = None) -> McpServerConfig:
+        """What the worker connects with: this definition, with the ``env_from`` variables read from ``environ``."""
+        return McpServerConfig(
+            name=self.name, transport=self.transport, command=self.command or (), url=self.url,
+            privacy=self.privacy, freshness=self.freshness, stale_after_seconds=self.stale_after_seconds,
+            tools=self.tools, env=passed_env(self.env_from, environ), timeout_seconds=self.timeout_seconds)
 
 
 class AgentDefinition(_Strict):
@@ -230,16 +269,33 @@ class AgentsFile(_Strict):
         """Every agent's ``tool_modules``, each once, in file order (what the worker imports)."""
         return list(dict.fromkeys(module for agent in self.agents.values() for module in agent.tool_modules))
 
+    def mcp_servers(self) -> list[McpServer]:
+        """Every agent's MCP servers, each name once, in file order (what the worker connects to).
+
+        Raises:
+            AgentsFileError: two agents define a server of the same name differently.
+        """
+        servers: dict[str, McpServer] = {}
+        for agent in self.agents.values():
+            for name, server in agent.mcp_servers.items():
+                if servers.setdefault(name, server) != server:
+                    raise AgentsFileError(self.path, "another agent defines an MCP server of this name differently; "
+                                          "give one of them another name", agent=agent.name,
+                                          field=f"mcp_servers.{name}")
+        return list(servers.values())
+
     def check_tools(self, known: Iterable[str]) -> None:
-        """Refuse an allow-list naming a tool that is not registered (MCP servers' tools excepted).
+        """Refuse an allow-list naming a tool that is not registered, or an MCP tool of another agent's server.
+
+        Before the worker has connected to the MCP servers (``known`` without their tools), a name
+        under one of the agent's own servers (``mcp.<server>.``) passes.
 
         Raises:
             AgentsFileError: the agent, the field and the unknown names.
         """
         names = set(known)
         for agent in self.agents.values():
-            servers = tuple(f"{server}." for server in agent.mcp_servers)
-            unknown = [tool for tool in agent.tools or () if tool not in names and not tool.startswith(servers)]
+            unknown = [tool for tool in agent.tools or () if not _allowed_name(tool, names, agent.mcp_servers)]
             if unknown:
                 raise AgentsFileError(self.path, f"unknown tool(s) {unknown}; registered: {', '.join(sorted(names))}",
                                       agent=agent.name, field="tools")
@@ -258,6 +314,21 @@ class AgentsFile(_Strict):
                 where = f"skills in {self.skills_dir}" if self.skills_dir else "no skills folder (skills_dir)"
                 raise AgentsFileError(self.path, f"unknown skill(s) {unknown}; {where}: "
                                       f"{', '.join(sorted(names)) or 'none'}", agent=agent.name, field="skills")
+
+
+def _allowed_name(tool: str, known: set[str], servers: Iterable[str]) -> bool:
+    """Whether an allow-list may name ``tool``: a registered tool, or one of the agent's own MCP servers'.
+
+    An MCP tool must be under one of the agent's servers; while that server's tools are not in
+    ``known`` (not connected yet) any name under it passes, once they are it must be one of them.
+    """
+    if not tool.startswith(MCP_PREFIX):
+        return tool in known
+    server = next((name for name in servers if tool.startswith(f"{MCP_PREFIX}{name}.")), None)
+    if server is None:
+        return False
+    connected = any(name.startswith(f"{MCP_PREFIX}{server}.") for name in known)
+    return tool in known or not connected
 
 
 def parse_agents(text: str, path: Path | str = DEFAULT_AGENTS_FILE) -> AgentsFile:

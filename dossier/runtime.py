@@ -11,7 +11,9 @@ same way, through this module and nothing else:
    (:func:`model_providers`): activities never read the settings themselves;
 5. for a worker, register every workflow and activity on the task queue, with the
    built-in tools plus the ``@tool`` functions of the ``tool_modules`` the agents
-   file names (:func:`agent_tools`; a module that fails to import stops the start).
+   file names (:func:`agent_tools`; a module that fails to import stops the start)
+   and the tools of the MCP servers they declare (:func:`agent_mcp_servers`; a
+   server that cannot start stops the start too).
 
 Nothing here runs at import time. ``worker.py`` (and ``dossier worker``) call
 :func:`run_worker`; nothing imports ``worker.py``.
@@ -24,9 +26,10 @@ import logging
 import os
 import signal
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import SecretStr
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -40,6 +43,7 @@ from activities.providers.config import DEFAULT_REQUEST_TIMEOUT_SECONDS, Endpoin
 from activities.providers.factory import ModelProviders
 from activities.tokens import token_counter
 from activities.skills import SkillLibrary, load_skills
+from activities.tools.base import RegisteredTool
 from activities.tools.registry import ToolRegistry, default_registry
 from activities.turns import TurnActivities
 from dossier.agents import AgentsFile, agents_for
@@ -51,6 +55,9 @@ from store.artifacts import ArtifactStore
 from store.db import create_engine, create_sessionmaker
 from store.migrate import upgrade
 from workflows import ALL_WORKFLOWS
+
+if TYPE_CHECKING:
+    from activities.tools.mcp import McpServers
 
 logger = logging.getLogger(__name__)
 
@@ -117,20 +124,27 @@ def model_providers(settings: Settings) -> ModelProviders:
     return ModelProviders(providers_config(settings))
 
 
-def agent_tools(settings: Settings) -> tuple[AgentsFile, ToolRegistry]:
+def agent_tools(settings: Settings, mcp_tools: Iterable[RegisteredTool] = (),
+                agents: AgentsFile | None = None) -> tuple[AgentsFile, ToolRegistry]:
     """The agents file in force and the tool registry it implies.
 
     The registry is the built-in tools plus the ``@tool`` functions of every module the
-    agents list under ``tool_modules``; each agent's ``tools`` allow-list must name
-    registered tools (or tools of its MCP servers).
+    agents list under ``tool_modules``, plus ``mcp_tools`` (the connected MCP servers' tools,
+    :func:`agent_mcp_servers`); each agent's ``tools`` allow-list must name registered tools
+    (or tools of its own MCP servers).
+
+    Args:
+        settings: the configuration (``DOSSIER_AGENTS_FILE``).
+        mcp_tools: the MCP servers' tools, once connected.
+        agents: the agents file, when already read.
 
     Raises:
         AgentsFileError: a missing or bad agents file, or an allow-list naming an unknown tool.
         ToolModuleError: a tool module failed to import.
         ValueError: a tool clashes with another's name or has an invalid schema.
     """
-    agents = agents_for(settings.dossier_agents_file)
-    registry = registry_with(agents.tool_modules(), search_path=[Path.cwd()])
+    agents = agents or agents_for(settings.dossier_agents_file)
+    registry = registry_with(agents.tool_modules(), extra=mcp_tools, search_path=[Path.cwd()])
     agents.check_tools(registry.names())
     return agents, registry
 
@@ -149,6 +163,33 @@ def agent_skills(settings: Settings, agents: AgentsFile, tools: ToolRegistry) ->
     library = load_skills(folder, tools.names()) if folder is not None else SkillLibrary()
     agents.check_skills(library.skills)
     return library
+
+
+@asynccontextmanager
+async def agent_mcp_servers(agents: AgentsFile, environ: Mapping[str, str] | None = None) -> AsyncIterator[McpServers]:
+    """Connect to every MCP server the agents declare, for as long as the block runs (see :mod:`activities.tools.mcp`).
+
+    Args:
+        agents: the agents file.
+        environ: where ``env_from`` variables are read (default ``os.environ``).
+
+    Yields:
+        The servers' tools (none when no agent declares a server; the SDK is then never loaded).
+
+    Raises:
+        AgentsFileError: two agents define a server of the same name differently.
+        McpServerError: a server that cannot start or list its tools: the worker does not start.
+    """
+    from activities.tools.mcp import McpServers, connect_mcp_servers  # the SDK loads only when it is used
+
+    configs = [server.config(environ) for server in agents.mcp_servers()]
+    if not configs:
+        yield McpServers()
+        return
+    async with connect_mcp_servers(configs) as connected:
+        logger.info("MCP servers connected: %s (%d tool(s))", ", ".join(c.name for c in configs),
+                    len(connected.tools))
+        yield connected
 
 
 def agent_endpoints(agents: AgentsFile, environ: Mapping[str, str] | None = None) -> dict[str, EndpointConfig]:
@@ -323,14 +364,21 @@ async def run_worker(settings: Settings) -> None:
         AgentsFileError: a bad agents file, or an agent naming an unknown skill (before any service is touched).
         ToolModuleError: a tool module the agents file names failed to import.
         SkillFileError: a bad skill file in the skills folder.
+        McpServerError: an MCP server the agents declare cannot start or list its tools.
     """
-    agents, tools = agent_tools(settings)
-    skills = agent_skills(settings, agents, tools)
-    if agents.agents:
-        logger.info("agents file %s: %d agent(s), %d tool(s)", agents.path, len(agents.agents), len(tools))
-    if skills.skills:
-        logger.info("skills folder %s: %s", skills.folder, ", ".join(sorted(skills.skills)))
-    async with open_graph(settings, services=("postgres", "s3", "temporal"), tools=tools) as deps:
+    agents, tools = agent_tools(settings)  # a bad file or tool module stops the start before any server runs
+    async with agent_mcp_servers(agents) as mcp, AsyncExitStack() as stack:
+        if mcp.tools:
+            agents, tools = agent_tools(settings, mcp.tools, agents)
+        # Skills are checked against every tool, MCP tools included: a skill may grant one.
+        skills = agent_skills(settings, agents, tools)
+        if agents.agents:
+            logger.info("agents file %s: %d agent(s), %d tool(s)", agents.path, len(agents.agents), len(tools))
+        if skills.skills:
+            logger.info("skills folder %s: %s", skills.folder, ", ".join(sorted(skills.skills)))
+        # The graph needs the MCP tools' specs, known only once the servers are connected.
+        deps = await stack.enter_async_context(
+            open_graph(settings, services=("postgres", "s3", "temporal"), tools=tools))
         client = await temporal_client(settings)
         providers = model_providers(settings)
         worker = build_worker(client, deps, task_queue=settings.temporal_task_queue, tools=tools,
@@ -353,6 +401,7 @@ __all__ = [
     "SAMPLE_WORKSPACE",
     "agent_endpoints",
     "agent_skills",
+    "agent_mcp_servers",
     "agent_tools",
     "artifact_store_for",
     "build_worker",

@@ -261,6 +261,12 @@ def allowed_tools(config: Mapping[str, Any]) -> tuple[str, ...] | None:
     return tuple(str(name) for name in tools) if isinstance(tools, list) else None
 
 
+def mcp_servers(config: Mapping[str, Any]) -> tuple[str, ...]:
+    """The names of the MCP servers a participant config's agent declares (``mcp_servers``)."""
+    servers = config.get("mcp_servers")
+    return tuple(str(name) for name in servers) if isinstance(servers, dict) else ()
+
+
 def route_limit(config: Mapping[str, Any]) -> RouteLimit | None:
     """A participant config's route limit (its agent's ``route``); ``None``: the provider route as it is.
 

@@ -40,6 +40,8 @@ _CANONICAL = re.compile(r"[A-Za-z][A-Za-z0-9-]*(?:_[A-Za-z0-9-]+)*(?:\.[A-Za-z][
 _WIRE_MAX = 64
 DRILL_PREFIX = "diag."
 """Failure drills: offered to a real model only when its participant names them."""
+MCP_PREFIX = "mcp."
+"""MCP servers' tools (``mcp.<server>.<tool>``): offered by default only to the agents that declare the server."""
 
 
 class ToolRegistry:
@@ -98,24 +100,28 @@ class ToolRegistry:
         """The policy metadata of every tool, for capture and derivation."""
         return ToolCatalog(tools=tuple(tool.spec for tool in self))
 
-    def offered(self, provider: str | None, allowed: Sequence[str] | None = None) -> list[str]:
+    def offered(self, provider: str | None, allowed: Sequence[str] | None = None,
+                servers: Collection[str] = ()) -> list[str]:
         """The canonical names a participant is offered, sorted.
 
         Args:
             provider: the participant's provider (``scripted``, ``local``, ``openai`` ...).
             allowed: the participant's allow-list (``config["tools"]``); names not registered are dropped.
+            servers: the MCP servers its agent declares (``config["mcp_servers"]``).
 
         Returns:
             ``allowed`` when given; otherwise every tool for a scripted model (its scripts name the
             tools they call) and every tool but the ``diag.*`` drills for a real model, which would
-            call a drill unprompted.
+            call a drill unprompted; either way without the tools of MCP servers its agent does not declare.
         """
         if allowed is not None:
             wanted = set(allowed)
             return [name for name in self.names() if name in wanted]
+        own = tuple(f"{MCP_PREFIX}{server}." for server in servers)
+        names = [name for name in self.names() if not name.startswith(MCP_PREFIX) or name.startswith(own)]
         if (provider or "scripted") == "scripted":
-            return self.names()
-        return [name for name in self.names() if not name.startswith(DRILL_PREFIX)]
+            return names
+        return [name for name in names if not name.startswith(DRILL_PREFIX)]
 
     def unknown(self, names: Iterable[str]) -> list[str]:
         """The names among ``names`` that are not registered tools."""
@@ -186,6 +192,7 @@ def default_registry() -> ToolRegistry:
 
 __all__ = [
     "DRILL_PREFIX",
+    "MCP_PREFIX",
     "DeferredToolError",
     "RegisteredTool",
     "ToolArgumentError",

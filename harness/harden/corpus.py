@@ -111,7 +111,9 @@ class Placement:
 
 FIELDS = ("json_value", "json_key", "nested_list", "python_literal", "csv_header", "csv_cell", "text_first_line",
           "error", "aggregate_groups", "listing", "flaky_result", "file_handle", "user_tool_result",
-          "subagent_report", "deferred_answer", "tool_arguments", "skill_instructions")
+          "subagent_report", "deferred_answer", "tool_arguments", "skill_instructions",
+          # Through a real MCP server and client (harness.harden.mcp): text, structured content, an isError text.
+          "mcp_text", "mcp_structured", "mcp_error")
 
 
 @tool(name="harden.user_note", privacy="user", freshness="session", summary_fields=("note", "unit"))
@@ -178,6 +180,8 @@ TOOL_SOURCES: dict[str, str] = {
     "user.pick_file": "deferred_answer: the user's answer (also end to end through the worker)",
     "workspace.list_files": "listing: the path and file names of its listing document",
     "workspace.read_csv": "csv_header, csv_cell, and its error end to end",
+    "mcp.*": "mcp_text, mcp_structured, mcp_error: an MCP server's text, structured content and isError text "
+             "(harness/harden/mcp.py, from a real server over stdio)",
 }
 """What each registered tool can return, and the placement that puts a payload there, captured under
 that tool's own spec (the generic JSON and text placements use the public ``harden.probe`` spec).

@@ -54,6 +54,7 @@ from activities.providers.scripted import ScriptedProvider
 from activities.providers.scripted.context import read_context
 from activities.tools.registry import default_registry
 from harness.harden.corpus import BENIGN, FIELDS, USER_TOOL_SPEC, Payload, payloads, placements
+from harness.harden.mcp import hostile_mcp, mcp_placements, mcp_specs
 from harness.harden.report import Figures
 from harness.harden.stack import Stack
 from policy.enums import MessageRole, PrivacyClass, RuntimeKind, ToolCallStatus, VisibilityScope
@@ -239,7 +240,8 @@ async def _step(deps: Any, account: str, conversation: str, branch: str, partici
 
 async def run_case(stack: Stack, payload: Payload, *, other_state: bool = True) -> Case:
     """Write ``payload`` into every field of one fresh conversation and assemble the contexts."""
-    deps = replace(stack.deps, catalog=ToolCatalog(tools=(PROBE_SPEC, USER_TOOL_SPEC, *stack.deps.catalog.tools)))
+    deps = replace(stack.deps, catalog=ToolCatalog(tools=(PROBE_SPEC, USER_TOOL_SPEC, *mcp_specs(stack),
+                                                          *stack.deps.catalog.tools)))
     case = Case(payload)
     at = START
     async with deps.sessions() as session, session.begin():
@@ -275,7 +277,7 @@ async def run_case(stack: Stack, payload: Payload, *, other_state: bool = True) 
 
     # The victim's step: one call per field.
     at += timedelta(minutes=1)
-    planned = placements(payload)
+    planned = placements(payload) + await mcp_placements(stack, payload)
     requests: list[ToolCallRequest] = []
     rows: list[tuple[Any, Any]] = []
     for place in planned:
@@ -437,7 +439,17 @@ def sample_lines(case: Case, limit: int = 6) -> list[str]:
 
 async def run_injection(stack: Stack, figures: Figures, *, quick: bool = False,
                         progress: Callable[[str], None] = lambda line: None) -> dict[str, Any]:
-    """The injection part: sets ``injection_payloads`` and ``injection_elevations``."""
+    """The injection part: sets ``injection_payloads`` and ``injection_elevations``.
+
+    A hostile MCP server runs for the whole part, so every case also holds the payload
+    as an MCP tool's text, structured content and error (:mod:`harness.harden.mcp`).
+    """
+    async with hostile_mcp(stack):
+        return await _run_injection(stack, figures, quick=quick, progress=progress)
+
+
+async def _run_injection(stack: Stack, figures: Figures, *, quick: bool,
+                         progress: Callable[[str], None]) -> dict[str, Any]:
     corpus = payloads(limit=27 if quick else None)
     control = await run_case(stack, BENIGN)
     control_again = await run_case(stack, BENIGN)

@@ -14,7 +14,10 @@ from sqlalchemy import text
 import policy.lines
 from harness.harden import bad_input, injection, isolation
 from harness.harden.corpus import BENIGN, payloads
+from harness.harden.mcp import MCP_FIELDS, hostile_mcp
 from harness.harden.report import Figures
+from policy.enums import MessageRole
+from policy.records import ChatMessage
 from harness.harden.stack import private_stack
 from store import tools as tool_store
 
@@ -56,6 +59,46 @@ async def test_injection_control_is_stable_and_an_escape_that_is_removed_is_an_e
         broken = await injection.run_case(stack, forged_section)
         why = injection.judge(broken, control)
         assert why and any("forged" in reason for reason in why), why
+
+
+def _mcp_forged(case: injection.Case) -> dict[str, list[str]]:
+    """Forged ids on the context lines of each hostile MCP tool (outside tool messages and fences)."""
+    found: dict[str, list[str]] = {}
+    for name, chat in case.contexts.items():
+        for message in chat:
+            if message.role is MessageRole.TOOL:
+                continue
+            for line in injection.unfenced_lines(message.content or ""):
+                for tool in MCP_FIELDS.values():
+                    if f"mcp.hostile.{tool}(" in line:
+                        line_chat = [ChatMessage(role=MessageRole.SYSTEM, content=line)]
+                        found.setdefault(tool, []).extend(injection.forged_ids(line_chat, case.real_ids[name]))
+    return found
+
+
+async def test_mcp_results_are_a_tool_source_and_an_escape_removed_from_them_is_an_elevation(
+        monkeypatch: pytest.MonkeyPatch):
+    forged_section = next(p for p in payloads() if p.name == "02-plain")
+    forged_citations = next(p for p in payloads() if p.name == "10-plain")
+    async with private_stack() as stack:
+        without = await injection.run_case(stack, BENIGN)
+        async with hostile_mcp(stack):
+            control = await injection.run_case(stack, BENIGN)
+            assert control.placed == without.placed + len(MCP_FIELDS)
+            for payload in (forged_section, forged_citations):
+                clean = await injection.run_case(stack, payload)
+                assert injection.judge(clean, control) == [], injection.sample_lines(clean)
+                # The server's text, structured content and error reached the contexts, every citation inert.
+                assert sorted(_mcp_forged(clean)) == sorted(MCP_FIELDS.values())
+                assert not any(_mcp_forged(clean).values())
+
+            # Deliberate break: tool-derived text is no longer made single-line and citation-inert.
+            monkeypatch.setattr(policy.lines, "inert", lambda value: value)
+            broken = await injection.run_case(stack, forged_citations)
+    assert injection.judge(broken, control)
+    # Each MCP placement now carries forged citations of its own: the MCP results are judged, not just carried.
+    forged = _mcp_forged(broken)
+    assert all(forged[tool] for tool in MCP_FIELDS.values()), forged
 
 
 async def test_bad_input_counts_an_input_that_is_accepted_and_written(monkeypatch: pytest.MonkeyPatch):

@@ -26,7 +26,7 @@ GOOD = """
 [agents.analyst]
 model = "openai:gpt-4o-mini"
 system_prompt = "Be careful."
-tools = ["workspace.read_csv", "files.mcp_read"]
+tools = ["workspace.read_csv", "mcp.files.read"]
 tool_modules = ["examples.tools_example"]
 skills = ["csv"]
 token_budget = 8000
@@ -54,7 +54,7 @@ def test_a_good_file_parses_into_typed_definitions():
     agents = parse_agents(GOOD, "a.toml")
     analyst = agents.get("analyst")
     assert analyst is not None and analyst.model == "openai:gpt-4o-mini" and analyst.token_budget == 8000
-    assert analyst.tools == ("workspace.read_csv", "files.mcp_read") and analyst.skills == ("csv",)
+    assert analyst.tools == ("workspace.read_csv", "mcp.files.read") and analyst.skills == ("csv",)
     assert analyst.route.allowed == (PrivacyClass.PUBLIC, PrivacyClass.USER)
     assert analyst.endpoint.api_key_env == "OLLAMA_KEY"
     files, web = analyst.mcp_servers["files"], analyst.mcp_servers["web"]
@@ -67,12 +67,12 @@ def test_a_good_file_parses_into_typed_definitions():
     config = analyst.participant_config()
     assert config["agent"] == "analyst"
     assert config["route"] == {"allowed": ["public", "user"], "raw_allowed": ["public"]}
-    assert config["tools"] == ["workspace.read_csv", "files.mcp_read"] and "model" not in config
+    assert config["tools"] == ["workspace.read_csv", "mcp.files.read"] and "model" not in config
 
 
 def test_allow_lists_are_checked_against_the_registry():
     agents = parse_agents(GOOD)
-    agents.check_tools(default_registry().names())  # files.mcp_read belongs to the 'files' MCP server
+    agents.check_tools(default_registry().names())  # mcp.files.read belongs to the 'files' MCP server
     with pytest.raises(AgentsFileError, match=r"agents\.x\.tools: unknown tool\(s\) \['nope\.tool'\]"):
         parse_agents('[agents.x]\nmodel = "scripted:analyst"\ntools = ["nope.tool"]').check_tools(["a.b"])
 
