@@ -235,6 +235,11 @@ def refuse_locator(policy: ContextPolicy, planned: RecallDecision, error: str) -
                    artifact_id=planned.artifact_id, locator=planned.locator, answer=error)
 
 
+def bad_locator(policy: ContextPolicy, ref: str, error: str) -> RecallDecision:
+    """The decision for a recall whose locator is malformed (recorded, then raised to the model as an error)."""
+    return _denied(policy, f"recall:{ref}", f"malformed locator: {error}", None, answer=error)
+
+
 def _over_budget(policy: ContextPolicy, artifact_id: str, locator: Locator | None, size: int,
                  cap: int) -> RecallDecision:
     return _denied(policy, f"artifact:{artifact_id}", f"{describe(locator)} is {size} bytes, over the {cap}-byte cap",
@@ -268,6 +273,7 @@ __all__ = [
     "NOT_FOUND_ANSWER",
     "RecallDecision",
     "RecallLocatorError",
+    "bad_locator",
     "parse_locator",
     "plan_recall",
     "refuse_locator",

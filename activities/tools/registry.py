@@ -20,7 +20,7 @@ import re
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from typing import Any
 
-from activities.tools import diag, files, human, table, workspace
+from activities.tools import diag, files, human, runtime, table, workspace
 from activities.tools.arguments import check_schema, validate_arguments
 from activities.tools.base import (
     DeferredToolError,
@@ -177,8 +177,9 @@ class ToolRegistry:
 
 
 def default_registry() -> ToolRegistry:
-    """Every built-in tool: workspace, table, files, the deferred picker and the diagnostics."""
-    return ToolRegistry([*workspace.TOOLS, *table.TOOLS, *files.TOOLS, *human.TOOLS, *diag.TOOLS])
+    """Every built-in tool: workspace, table, files, the deferred picker, the diagnostics, recall and remember."""
+    return ToolRegistry([*workspace.TOOLS, *table.TOOLS, *files.TOOLS, *human.TOOLS, *diag.TOOLS,
+                         *runtime.TOOLS])
 
 
 __all__ = [
