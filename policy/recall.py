@@ -1,7 +1,8 @@
 """Recall: a model asks for the exact raw evidence behind an id it was shown.
 
 The ``recall`` tool (``activities/tools/runtime.py``) lets a model name a tool
-memory or an artifact (``m:3f2a91c0``, ``a:3f2a91c0`` or a full id) and
+memory, an artifact or the tool call that produced it (``m:3f2a91c0``,
+``a:3f2a91c0``, ``t:3f2a91c0``, ``call_<id>`` as native transcripts show it, or a full id) and
 optionally a locator: CSV data rows, text lines or an RFC 6901 JSON pointer.
 This module decides, without I/O, whether those bytes may be served, through
 the same gates rehydration uses (:mod:`policy.rehydration`, :mod:`policy.gates`):
@@ -48,7 +49,7 @@ NOT_FOUND_ANSWER = "no memory or artifact with that id is visible to you"
 LOCATOR_KINDS = ("whole", "rows", "lines", "json_pointer")
 """The locator kinds a recall may ask for (:class:`policy.records.Locator`)."""
 
-_ID_PREFIXES = ("m:", "a:")
+_ID_PREFIXES = (("m:", "m"), ("a:", "a"), ("t:", "t"), ("call_", "t"))
 _MIN_PREFIX = 8
 
 
@@ -114,27 +115,33 @@ def parse_locator(artifact_id: str, raw: Mapping[str, Any] | None) -> Locator | 
 def resolve(ref: str, candidates: CandidateSet) -> ToolMemoryRecord | ArtifactRecord | None:
     """The one memory or artifact of ``candidates`` that ``ref`` names, or ``None``.
 
-    ``ref`` is a full id, or a short id as contexts render it (``m:<prefix>`` for a
-    memory, ``a:<prefix>`` for an artifact, optionally in brackets): a prefix of at
-    least 8 characters of the id without dashes. A prefix two records share is ``None``.
+    ``ref`` is an id as contexts render it: a memory (``m:<prefix>``), an artifact
+    (``a:<prefix>``), a tool call (``t:<prefix>``, or ``call_<id>`` as a native
+    transcript names it; the call's result artifact is meant), optionally in brackets,
+    or a full id of any of them. A prefix has at least 8 characters of the id without
+    dashes; a prefix two records share resolves to ``None``.
     """
     text = ref.strip().strip("[]").strip()
-    kinds: tuple[str, ...] = ("m", "a")
-    for prefix in _ID_PREFIXES:
+    kinds: tuple[str, ...] = ("m", "a", "t")
+    for prefix, kind in _ID_PREFIXES:
         if text.startswith(prefix):
-            kinds, text = (prefix[0],), text[len(prefix):]
-    pools: list[ToolMemoryRecord | ArtifactRecord] = []
+            kinds, text = (kind,), text[len(prefix):]
+            break
+    # (record, the id it is named by): a tool call names its result artifact.
+    pool: list[tuple[ToolMemoryRecord | ArtifactRecord, str]] = []
     if "m" in kinds:
-        pools += candidates.tool_memories
+        pool += [(memory, memory.id) for memory in candidates.tool_memories]
     if "a" in kinds:
-        pools += candidates.artifacts
-    exact = [record for record in pools if record.id == text]
+        pool += [(artifact, artifact.id) for artifact in candidates.artifacts]
+    if "t" in kinds:
+        pool += [(artifact, artifact.tool_call_id) for artifact in candidates.artifacts]
+    exact = {record.id: record for record, name in pool if name == text}
     if len(exact) == 1:
-        return exact[0]
+        return next(iter(exact.values()))
     plain = text.replace("-", "").lower()
     if len(plain) < _MIN_PREFIX:
         return None
-    found = {record.id: record for record in pools if record.id.replace("-", "").lower().startswith(plain)}
+    found = {record.id: record for record, name in pool if name.replace("-", "").lower().startswith(plain)}
     return next(iter(found.values())) if len(found) == 1 else None
 
 

@@ -171,14 +171,14 @@ TOOLS: tuple[RegisteredTool, ...] = (
             key_args=("id", "locator"),
         ),
         description=(
-            "Get the exact raw data behind a memory or artifact id you were shown (e.g. 'm:3f2a91c0'), "
-            "whole or a slice. Use it only when the summary is not enough."
+            "Get the exact raw data behind an id you were shown: a memory ('m:3f2a91c0'), an artifact "
+            "('a:3f2a91c0') or a tool call ('call_...'), whole or a slice. Use it only when you need exact values."
         ),
         parameters={
             "type": "object",
             "properties": {
                 "id": {"type": "string", "minLength": 1, "maxLength": 100,
-                       "description": "The id as shown, e.g. 'm:3f2a91c0' or 'a:3f2a91c0'."},
+                       "description": "The id as shown, e.g. 'm:3f2a91c0', 'a:3f2a91c0' or 'call_...'."},
                 "locator": _LOCATOR_SCHEMA,
             },
             "required": ["id"],

@@ -58,7 +58,7 @@ def _plan(ref: str, locator=None, *, route: str = "local", spent: int = 0, parti
 
 
 @pytest.mark.parametrize("ref", [ART, f"a:{ART.replace('-', '')[:8]}", f"[a:{ART[:8]}]",
-                                 f"m:{MEM.replace('-', '')[:8]}", MEM])
+                                 f"m:{MEM.replace('-', '')[:8]}", MEM, f"tc-{ART}", f"call_tc-{ART}"])
 def test_an_id_the_model_was_shown_resolves_to_its_artifact(ref):
     decision = _plan(ref)
     assert decision.allowed and decision.artifact_id == ART
