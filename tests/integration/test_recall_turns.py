@@ -238,6 +238,21 @@ async def test_recall_is_denied_for_private_unknown_raw_restricted_and_oversized
     assert bad.status is ToolCallStatus.FAILED and "outside payload" in (bad.last_error or "")
     assert (await _requests_of(dossier, bad.id)).decision.outcome is DecisionOutcome.DENIED
 
+    # The owner may recall its private artifact; the served bytes stay private to it.
+    server.reply(_calls(("o_own", "recall", {"id": private})), _answer("Mine."))
+    own = await dossier.chat("Auditor, quote your note.", conversation_id=conv, branch_id=branch, model=MODEL,
+                             name="Auditor")
+    assert own.participant_id == other
+    own_call = await _call(dossier, own.result.model_run_ids[0], "o_own")
+    assert (await _requests_of(dossier, own_call.id)).decision.outcome is DecisionOutcome.REHYDRATED
+    async with dossier.deps.sessions() as session:
+        served = await tool_store.get_artifact_for_tool_call(session, account, own_call.id)
+    assert (served.visibility, served.owner_participant_id) == (VisibilityScope.PARTICIPANT_PRIVATE, other)
+    assert "auditor private 7781" in json.dumps(server.received[-1].body)  # the owner read it
+    server.reply(_answer("Nothing new."))
+    await dossier.chat("Anything new?", conversation_id=conv, branch_id=branch, model=MODEL)
+    assert "auditor private" not in json.dumps(server.received[-1].body)  # and nobody else does
+
 
 async def test_remember_writes_a_user_memory_only_when_the_user_confirms(
     dossier: DossierClient, server: ProviderServer
