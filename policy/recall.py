@@ -41,7 +41,7 @@ from policy.errors import PolicyError
 from policy.gates import Viewer, admit
 from policy.policy import ContextPolicy
 from policy.records import ArtifactRecord, CandidateSet, Locator, PolicyDecisionRecord, Record, ToolMemoryRecord
-from policy.rehydration import describe
+from policy.rehydration import RAW_HASH_MISMATCH_TEXT, RAW_MISSING_TEXT, describe
 
 NOT_FOUND_ANSWER = "no memory or artifact with that id is visible to you"
 """The one answer for an id that is unknown, ambiguous or not visible: it leaks nothing about existence."""
@@ -242,6 +242,15 @@ def refuse_locator(policy: ContextPolicy, planned: RecallDecision, error: str) -
                    artifact_id=planned.artifact_id, locator=planned.locator, answer=error)
 
 
+def unavailable_evidence(policy: ContextPolicy, planned: RecallDecision, hash_mismatch: bool) -> RecallDecision:
+    """The decision for an allowed recall whose stored bytes could not be read (missing, or failing their hash)."""
+    why = RAW_HASH_MISMATCH_TEXT if hash_mismatch else RAW_MISSING_TEXT
+    omission = OmissionReason.RAW_HASH_MISMATCH if hash_mismatch else OmissionReason.RAW_MISSING
+    return _denied(policy, f"artifact:{planned.artifact_id}", f"raw evidence unavailable: {why}", omission,
+                   artifact_id=planned.artifact_id, locator=planned.locator,
+                   answer=f"the raw evidence is unavailable ({why}); use its summary")
+
+
 def bad_locator(policy: ContextPolicy, ref: str, error: str) -> RecallDecision:
     """The decision for a recall whose locator is malformed (recorded, then raised to the model as an error)."""
     return _denied(policy, f"recall:{ref}", f"malformed locator: {error}", None, answer=error)
@@ -286,4 +295,5 @@ __all__ = [
     "refuse_locator",
     "resolve",
     "settle_recall",
+    "unavailable_evidence",
 ]

@@ -30,7 +30,8 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from activities.tools.base import RegisteredTool, ToolArgumentError, ToolContext, ToolExecutionError, ToolResult
+from activities.deps import GraphDeps
+from activities.tools.base import RegisteredTool, ToolArgumentError, ToolContext, ToolError, ToolResult
 from policy.admission import resolve_viewer
 from policy.enums import FreshnessClass, PrivacyClass, VisibilityScope
 from policy.errors import DerivationError
@@ -42,6 +43,7 @@ from policy.recall import (
     plan_recall,
     refuse_locator,
     settle_recall,
+    unavailable_evidence,
 )
 from policy.rehydration import slice_payload
 from policy.selection import Ledger
@@ -65,8 +67,8 @@ _SLICE_TYPES = {"rows": "text/csv; charset=utf-8", "lines": "text/plain; charset
 async def _recall(context: ToolContext, arguments: dict[str, Any]) -> ToolResult:
     """Serve (or deny) the evidence one recall asks for, and store the request with its decision."""
     deps = context.graph
-    if deps is None:
-        raise ToolExecutionError("recall needs the runtime graph; none was given to this tool context")
+    if deps is None:  # a wiring bug, not a bad call: no attempt can fix it
+        raise ToolError("recall needs the runtime graph; none was given to this tool context")
     ref, locator = arguments["id"], arguments.get("locator")
     account = context.account_id
     async with deps.sessions() as session:
@@ -77,33 +79,40 @@ async def _recall(context: ToolContext, arguments: dict[str, Any]) -> ToolResult
     try:
         decision = plan_recall(deps.policy, viewer, candidates, ref, locator, spent)
     except RecallLocatorError as error:
-        await _store(context, call, ref, bad_locator(deps.policy, ref, str(error)), 0)
+        await _store(deps, account, call, ref, bad_locator(deps.policy, ref, str(error)))
         raise ToolArgumentError(f"recall: {error}") from error
     if not decision.allowed:
-        await _store(context, call, ref, decision, 0)
+        await _store(deps, account, call, ref, decision)
         return _denial(ref, decision)
     artifact = next(a for a in candidates.artifacts if a.id == decision.artifact_id)
+    decision, text = await _serve(deps, account, artifact, decision)
+    if text is None:
+        await _store(deps, account, call, ref, decision)
+        if decision.decision.omission is None:  # the locator does not fit the payload: the model's bad input
+            raise ToolArgumentError(f"recall: {decision.answer}")
+        return _denial(ref, decision)
+    payload = text.encode("utf-8")
+    await _store(deps, account, call, ref, decision, len(payload))
+    kind = decision.locator.kind if decision.locator else "whole"
+    return ToolResult(payload=payload, content_type=_SLICE_TYPES.get(kind, artifact.content_type),
+                      privacy=artifact.privacy, private=_private_to_viewer(artifact))
+
+
+async def _serve(deps: GraphDeps, account: str, artifact: ArtifactRecord,
+                 planned: RecallDecision) -> tuple[RecallDecision, str | None]:
+    """Read, verify and slice the planned bytes: the final decision, and the text (``None`` when denied)."""
     async with deps.sessions() as session:
         try:
             raw = await read_artifact_payload(session, deps.artifacts, account, artifact.id)
         except (ArtifactNotFoundError, ArtifactIntegrityError) as error:
-            denied = refuse_locator(deps.policy, decision, f"the stored bytes are unavailable ({type(error).__name__})")
-            await _store(context, call, ref, denied, 0)
-            return _denial(ref, denied)
+            unavailable = unavailable_evidence(deps.policy, planned, isinstance(error, ArtifactIntegrityError))
+            return unavailable, None
     try:
-        text = slice_payload(raw, decision.locator)
+        text = slice_payload(raw, planned.locator)
     except DerivationError as error:
-        await _store(context, call, ref, refuse_locator(deps.policy, decision, str(error)), 0)
-        raise ToolArgumentError(f"recall: {error}") from error
-    decision = settle_recall(deps.policy, decision, text)
-    if not decision.allowed:
-        await _store(context, call, ref, decision, 0)
-        return _denial(ref, decision)
-    payload = text.encode("utf-8")
-    await _store(context, call, ref, decision, len(payload))
-    kind = decision.locator.kind if decision.locator else "whole"
-    return ToolResult(payload=payload, content_type=_SLICE_TYPES.get(kind, artifact.content_type),
-                      privacy=artifact.privacy, private=_private_to_viewer(artifact))
+        return refuse_locator(deps.policy, planned, str(error)), None
+    settled = settle_recall(deps.policy, planned, text)
+    return settled, text if settled.allowed else None
 
 
 async def _viewer_inputs(session: AsyncSession, limits: CandidateLimits, account: str, call: ToolCallRecord,
@@ -131,12 +140,12 @@ def _private_to_viewer(artifact: ArtifactRecord) -> bool:
         artifact.shared_with)
 
 
-async def _store(context: ToolContext, call: ToolCallRecord, ref: str, decision: RecallDecision,
-                 served: int) -> None:
-    assert context.graph is not None  # checked by _recall
-    async with context.graph.sessions() as session, session.begin():
+async def _store(deps: GraphDeps, account: str, call: ToolCallRecord, ref: str, decision: RecallDecision,
+                 served: int = 0) -> None:
+    """Record the recall as an evidence request with its decision and the bytes served."""
+    async with deps.sessions() as session, session.begin():
         await evidence.put_evidence_request(
-            session, context.account_id, call, requested_ref=ref, artifact_id=decision.artifact_id,
+            session, account, call, requested_ref=ref, artifact_id=decision.artifact_id,
             locator=decision.locator, decision=decision.decision, bytes_served=served)
 
 

@@ -161,3 +161,12 @@ def test_a_shared_prefix_resolves_to_nothing():
 
 def test_plan_is_deterministic():
     assert _plan(f"m:{MEM[:8]}") == _plan(f"m:{MEM[:8]}")
+
+
+@pytest.mark.parametrize("mismatch, omission", [(False, OmissionReason.RAW_MISSING),
+                                                (True, OmissionReason.RAW_HASH_MISMATCH)])
+def test_unreadable_bytes_are_denied_with_why(mismatch, omission):
+    from policy.recall import unavailable_evidence
+
+    denied = unavailable_evidence(DEFAULT_POLICY, _plan(ART), mismatch)
+    assert not denied.allowed and denied.decision.omission is omission and "unavailable" in denied.answer
