@@ -9,12 +9,14 @@ user's confirmation.
 
 from __future__ import annotations
 
+import io
 import json
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import replace
 
 import pytest
+from minio import Minio
 from temporalio.testing import WorkflowEnvironment
 
 from activities.deps import GraphDeps
@@ -309,3 +311,23 @@ async def test_an_injected_tool_result_changes_no_prompt_tool_skill_or_memory_an
     assert participant.system_prompt == "You summarise notes."
     assert config.get("tools") == ["notes.fetch", "remember"] and "skills" not in config
     assert _fields(_tool_messages(bodies[-1])[native_call_id(call_id)])["confirmed"] == "false"
+
+
+async def test_recall_of_tampered_bytes_is_denied_and_serves_nothing(
+    dossier: DossierClient, server: ProviderServer, s3: Minio
+) -> None:
+    first, csv_art, _, csv_raw, _ = await _read_turn(dossier, server)
+    forged = csv_raw.replace(b"Benelux", b"Atlantis")
+    bucket, key = dossier.deps.artifacts.bucket, csv_art.storage_key
+    s3.put_object(bucket, key, io.BytesIO(forged), len(forged))
+    try:
+        server.reply(_calls(("t1", "recall", {"id": f"a:{_short(csv_art.id)}"})), _answer("Cannot."))
+        second = await dossier.chat("Quote it.", conversation_id=first.conversation_id, branch_id=first.branch_id,
+                                    model=MODEL)
+    finally:
+        s3.put_object(bucket, key, io.BytesIO(csv_raw), len(csv_raw))
+    call = await _call(dossier, second.result.model_run_ids[0], "t1")
+    request = await _requests_of(dossier, call.id)
+    assert (request.decision.omission, request.bytes_served) == (OmissionReason.RAW_HASH_MISMATCH, 0)
+    message = _tool_messages(server.received[-1].body)[native_call_id(call.id)]
+    assert "unavailable" in _fields(message)["reason"] and "Atlantis" not in json.dumps(server.received[-1].body)
