@@ -306,6 +306,8 @@ async def _capture(
     tool_version: str | None = None,
     runtime_meta: Mapping[str, Any] | None = None,
     retry_critical: bool | None = None,
+    privacy: PrivacyClass | None = None,
+    visibility: VisibilityScope | None = None,
 ) -> tuple[ArtifactRecord, ToolCallRecord | None, bool]:
     """Store the raw bytes and settle the call, in the caller's transaction.
 
@@ -357,6 +359,8 @@ async def _capture(
         tool_version=tool_version or spec.version,
         runtime_meta={**(runtime_meta or {}), "result_tokens_exact": exact},
         captured_at=captured_at,
+        privacy=privacy,
+        visibility=visibility,
     )
     await tool_store.update_tool_call(
         session,

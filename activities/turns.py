@@ -371,7 +371,7 @@ class TurnActivities:
         context = ToolContext(
             account_id=account, tool_call_id=call.id, attempt=info.attempt,
             workspace=self.workspace, artifacts=self.deps.artifacts, heartbeat=activity.heartbeat,
-            privacy=call.privacy,
+            privacy=call.privacy, graph=self.deps,
         )
         try:
             if call.name == LOAD_SKILL:  # writes skill state, so it runs with the graph
@@ -391,6 +391,9 @@ class TurnActivities:
             self.deps, account, call.id,
             ToolOutcome(status=ToolCallStatus.SUCCEEDED, result=result.payload, content_type=result.content_type,
                         attempts=info.attempt),
+            # A result stricter than its call (recall's bytes of another record) keeps its own protection.
+            privacy=result.privacy,
+            visibility=VisibilityScope.PARTICIPANT_PRIVATE if result.private else None,
         ))
 
     @activity.defn(name=ActivityName.FINALIZE_TOOL_FAILURE)

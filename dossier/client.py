@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
@@ -63,12 +63,14 @@ from contracts import (
     WorkflowName,
 )
 from activities.providers.base import ProviderError, ProviderFactory, parse_model_spec
+from activities.tools.runtime import REMEMBER
 from dossier.agents import AgentDefinition, AgentsFile, agents_for
 from dossier.runtime import agent_endpoints, agent_tools, model_providers, open_graph, temporal_client
 from dossier.services import ensure_services, services_status
 from dossier.settings import Settings
 from policy.enums import MessageRole, RuntimeKind, ToolCallStatus, VisibilityScope
-from store import branches, conversations, messages
+from policy.records import UserMemoryRecord
+from store import branches, conversations, messages, user_memories
 from store import tools as tool_store
 from store.assemblies import get_context_assembly
 from store.errors import InvalidForkPointError, NotFoundError
@@ -556,6 +558,8 @@ class DossierClient:
             raise ClientError(f"tool call {tool_call_id} is {call.status.value}, not waiting for an answer")
         if run is None or run.workflow_id is None:
             raise ClientError(f"tool call {tool_call_id} has no workflow to resume")
+        if call.name == REMEMBER:  # only a confirmation writes the memory: never a bare answer
+            return await self.answer_memory(tool_call_id, confirmed=_confirmation(answer))
         wants_json = self.deps.catalog.spec(call.name).result_kind == "json"
         if content_type is None:
             content_type = "application/json" if wants_json or _parses_as_json(answer) else "text/plain; charset=utf-8"
@@ -581,8 +585,12 @@ class DossierClient:
                                      "nothing was captured and the call stays deferred")
 
     async def _capture_and_signal(self, handle: WorkflowHandle, tool_call_id: str, answer: bytes,
-                                  content_type: str) -> None:
-        """Capture the answer and signal the turn in one transaction, committed only if the signal lands."""
+                                  content_type: str,
+                                  also: Callable[[async_sessionmaker], Awaitable[Any]] | None = None) -> None:
+        """Capture the answer and signal the turn in one transaction, committed only if the signal lands.
+
+        ``also`` writes what the answer implies (a confirmed memory) in the same transaction.
+        """
         engine = self.deps.sessions.kw["bind"]
         async with engine.connect() as connection:
             outer = await connection.begin()
@@ -597,6 +605,8 @@ class DossierClient:
                                                   ToolCall.id == tool_call_id).with_for_update())
                 if status != ToolCallStatus.DEFERRED.value:
                     raise ClientError(f"tool call {tool_call_id} was answered meanwhile")
+                if also is not None:
+                    await also(joined)
                 await ingest_tool_result(
                     replace(self.deps, sessions=joined), self.account_id, tool_call_id,
                     ToolOutcome(status=ToolCallStatus.SUCCEEDED, result=answer, content_type=content_type),
@@ -610,6 +620,85 @@ class DossierClient:
                 await outer.rollback()
                 raise
             await outer.commit()
+
+    # ------------------------------------------------------------------ user memories
+
+    async def answer_memory(self, tool_call_id: str, *, confirmed: bool) -> str:
+        """Confirm or reject a memory a model proposed with ``remember`` (a deferred call), and resume its turn.
+
+        A confirmation writes the user memory (its id derives from the call, so it is written once) in the
+        same transaction that captures the answer; a rejection writes none. Either way the model reads the
+        answer as the call's result.
+
+        Args:
+            tool_call_id: the deferred ``remember`` call.
+            confirmed: whether the user wants it remembered.
+
+        Returns:
+            The id of the workflow that was signalled.
+
+        Raises:
+            InvalidInputError: a malformed id.
+            ClientError: an unknown call, or one that is not a waiting ``remember``.
+            AnswerRefusedError: the call's turn has ended; nothing was captured or remembered.
+        """
+        tool_call_id = check_id(tool_call_id, "tool call")
+        try:
+            async with self.deps.sessions() as session:
+                call = await tool_store.get_tool_call(session, self.account_id, tool_call_id)
+                run = await messages.get_model_run(session, self.account_id, call.model_run_id) \
+                    if call.model_run_id else None
+        except NotFoundError as error:
+            raise ClientError(str(error)) from error
+        if call.name != REMEMBER:
+            raise ClientError(f"tool call {tool_call_id} is {call.name}, not a proposed memory")
+        if call.status is not ToolCallStatus.DEFERRED:
+            raise ClientError(f"tool call {tool_call_id} is {call.status.value}, not waiting for an answer")
+        if run is None or run.workflow_id is None:
+            raise ClientError(f"tool call {tool_call_id} has no workflow to resume")
+        memory_id = remembered_memory_id(call.id)
+        answer = {"confirmed": confirmed, "user_memory_id": memory_id if confirmed else None}
+
+        async def write(joined: async_sessionmaker) -> None:
+            async with joined() as session, session.begin():
+                # As strict as the proposal: the model may have copied into it anything it was shown.
+                await user_memories.put_user_memory(session, self.account_id, str(call.arguments["text"]),
+                                                    privacy=call.privacy, user_memory_id=memory_id)
+
+        handle = self.temporal.get_workflow_handle(run.workflow_id)
+        await self._check_running(handle, tool_call_id)
+        await self._capture_and_signal(handle, call.id, json.dumps(answer).encode(), "application/json",
+                                       also=write if confirmed else None)
+        return run.workflow_id
+
+    async def add_memory(self, text: str) -> UserMemoryRecord:
+        """Remember a fact about the user of this account; every later context of the account may carry it.
+
+        Raises:
+            InvalidInputError: empty text, or text that is not storable (NUL, over the size limit).
+        """
+        self.check_text(text, "memory")
+        if not text.strip():
+            raise InvalidInputError("a memory needs some text")
+        async with self.deps.sessions() as session, session.begin():
+            return await user_memories.put_user_memory(session, self.account_id, text)
+
+    async def memories(self, *, limit: int = 100) -> list[UserMemoryRecord]:
+        """This account's user memories, oldest first (never another account's)."""
+        async with self.deps.sessions() as session:
+            return await user_memories.list_user_memories(session, self.account_id, limit=limit)
+
+    async def forget_memory(self, user_memory_id: str) -> None:
+        """Delete one of this account's user memories.
+
+        Raises:
+            InvalidInputError: a malformed id.
+            ClientError: no such memory in this account (another account's reads the same way).
+        """
+        user_memory_id = check_id(user_memory_id, "memory")
+        async with self.deps.sessions() as session, session.begin():
+            if not await user_memories.forget_user_memory(session, self.account_id, user_memory_id):
+                raise ClientError(f"no memory {user_memory_id} in this account")
 
     async def wait_until_waiting(self, workflow_id: str, *, timeout: float = 120.0,
                                  or_done: bool = False) -> tuple[str, ...]:
@@ -872,6 +961,30 @@ def check_id(value: str | None, what: str) -> str | None:
     except (ValueError, TypeError, AttributeError):
         shown = repr(value) if len(str(value)) <= 60 else repr(str(value)[:60]) + "..."
         raise InvalidInputError(f"{shown} is not a valid id (a {what} id is a UUID)") from None
+
+
+_REMEMBER_NAMESPACE = uuid.UUID("0b7e2f5c-3a41-4c6e-9d2b-7f18c0a5e931")
+
+
+def remembered_memory_id(tool_call_id: str) -> str:
+    """The id of the user memory a confirmed ``remember`` call writes (stable: a retried answer writes once)."""
+    return str(uuid.uuid5(_REMEMBER_NAMESPACE, f"remember:{tool_call_id}"))
+
+
+def _confirmation(answer: str) -> bool:
+    """``{"confirmed": true|false}`` from an answer to a ``remember`` call.
+
+    Raises:
+        InvalidInputError: anything else.
+    """
+    try:
+        value = json.loads(answer)
+    except ValueError:
+        value = None
+    if not isinstance(value, dict) or not isinstance(value.get("confirmed"), bool):
+        raise InvalidInputError("a proposed memory is answered with '{\"confirmed\": true}' or "
+                                "'{\"confirmed\": false}' (or dossier memory confirm|reject)")
+    return value["confirmed"]
 
 
 def _parses_as_json(text: str) -> bool:

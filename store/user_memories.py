@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy import select
+from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from policy.enums import PrivacyClass, at_least
@@ -95,3 +95,25 @@ async def list_user_memories(session: AsyncSession, account_id: str, *, limit: i
         )
     )
     return [to_user_memory(row) for row in reversed(rows)]
+
+
+@translate_errors
+async def forget_user_memory(session: AsyncSession, account_id: str, user_memory_id: str) -> bool:
+    """Delete one of the account's user memories; later contexts no longer carry it.
+
+    An id of another account is treated as unknown: nothing is deleted and the
+    answer is the same as for an id that never existed.
+
+    Args:
+        session: the caller's session.
+        account_id: the owning account.
+        user_memory_id: the memory.
+
+    Returns:
+        Whether a memory was deleted.
+    """
+    result = await session.execute(
+        delete(UserMemory).where(UserMemory.account_id == account_id, UserMemory.id == user_memory_id)
+        .returning(UserMemory.id)
+    )
+    return result.first() is not None

@@ -31,6 +31,7 @@ from policy.enums import STRICTEST_PRIVACY, PrivacyClass
 from policy.tools import ToolSpec
 
 if TYPE_CHECKING:
+    from activities.deps import GraphDeps
     from store.artifacts import ArtifactStore
 
 
@@ -89,6 +90,8 @@ class ToolContext:
     privacy: PrivacyClass = STRICTEST_PRIVACY
     """The call's privacy class (its tool's, raised to what the calling model was shown): what anything
     the tool stores from its arguments is labelled. Unknown (no call behind the context) fails closed."""
+    graph: GraphDeps | None = None
+    """The runtime graph, for the built-in runtime tools that read it (``recall``); ``None`` elsewhere."""
 
 
 @dataclass(frozen=True)
@@ -99,6 +102,11 @@ class ToolResult:
     """The raw bytes."""
     content_type: str
     """Their MIME type (``text/csv``, ``application/json``, a file handle's type)."""
+    privacy: PrivacyClass | None = None
+    """The result's own class when it is stricter than the call's (``recall`` returns another record's bytes):
+    the captured artifact is never looser than either. ``None``: the call's."""
+    private: bool = False
+    """Capture the result private to the calling participant (``recall`` of bytes only it may see)."""
 
 
 ToolRunner = Callable[[ToolContext, dict[str, Any]], Awaitable[ToolResult]]

@@ -20,7 +20,7 @@ import re
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from typing import Any
 
-from activities.tools import diag, files, human, skills, table, workspace
+from activities.tools import diag, files, human, runtime, skills, table, workspace
 from activities.tools.arguments import check_schema, validate_arguments
 from activities.tools.base import (
     DeferredToolError,
@@ -183,11 +183,13 @@ class ToolRegistry:
 
 
 def default_registry() -> ToolRegistry:
-    """Every built-in tool: workspace, table, files, the deferred picker, the diagnostics and ``load_skill``.
+    """Every built-in tool: workspace, table, files, the deferred picker, the diagnostics, recall, remember and
+    ``load_skill``.
 
     ``load_skill`` is offered only to participants whose agent lists skills (:mod:`policy.skills`).
     """
-    return ToolRegistry([*workspace.TOOLS, *table.TOOLS, *files.TOOLS, *human.TOOLS, *diag.TOOLS, *skills.TOOLS])
+    return ToolRegistry([*workspace.TOOLS, *table.TOOLS, *files.TOOLS, *human.TOOLS, *diag.TOOLS,
+                         *runtime.TOOLS, *skills.TOOLS])
 
 
 __all__ = [

@@ -111,7 +111,7 @@ class Placement:
 
 FIELDS = ("json_value", "json_key", "nested_list", "python_literal", "csv_header", "csv_cell", "text_first_line",
           "error", "aggregate_groups", "listing", "flaky_result", "file_handle", "user_tool_result",
-          "subagent_report", "deferred_answer", "tool_arguments", "skill_instructions",
+          "subagent_report", "deferred_answer", "tool_arguments", "skill_instructions", "recall_result",
           # Through a real MCP server and client (harness.harden.mcp): text, structured content, an isError text.
           "mcp_text", "mcp_structured", "mcp_error")
 
@@ -164,6 +164,8 @@ def placements(payload: Payload) -> list[Placement]:
         Placement("flaky_result", "diag.flaky", "application/json", b'{"ok": "' + j + b'", "attempts": 1}'),
         Placement("file_handle", "files.write", "application/vnd.dossier.file+json",
                   b'{"name": "' + j + b'", "bytes": 3, "sha256": "' + b"0" * 64 + b'", "uri": "s3://b/' + j + b'"}'),
+        # recall serves another record's raw bytes (here a CSV slice) as its own result.
+        Placement("recall_result", "recall", "text/csv; charset=utf-8", b'region,revenue\nnorth,"' + csv_cell + b'"\n'),
         # A user's tool: its return value through the same conversion the worker applies.
         Placement("user_tool_result", USER_TOOL_SPEC.name, user_result.content_type, user_result.payload),
         # load_skill's result: a skill's Markdown instructions.
@@ -175,6 +177,8 @@ TOOL_SOURCES: dict[str, str] = {
     "diag.flaky": "flaky_result (its result document) and error (an attempt's error text)",
     "diag.sleep": "json_value: a result document (the generic JSON placements)",
     "load_skill": "skill_instructions: the Markdown instructions it returns",
+    "recall": "recall_result: the raw slice of a recalled artifact (a CSV cell) captured as recall's own result",
+    "remember": "deferred_answer (the user's answer) and a proposal whose text is the payload, left unconfirmed",
     "files.write": "file_handle (the handle document) and tool_arguments (a name a model passes)",
     "table.aggregate": "aggregate_groups: group names in its grouped result document",
     "user.pick_file": "deferred_answer: the user's answer (also end to end through the worker)",

@@ -301,7 +301,22 @@ async def run_case(stack: Stack, payload: Payload, *, other_state: bool = True) 
                                    name="user.pick_file", arguments={"prompt": "pick one"},
                                    runtime_kind=RuntimeKind.CHAT, at=at)
     requests.append(ToolCallRequest(call_id=picker.call_id, name="user.pick_file", arguments={"prompt": "pick one"}))
+    # A payload may talk a model into proposing a user memory: the proposal stays an open deferred
+    # call, and without the user's confirmation no user memory is written (state_after checks it).
+    proposal_args = {"text": payload.text.replace("\x00", "")[:500] or "-"}
+    try:
+        proposal = await begin_tool_call(deps, account, conv.id, branch, victim,
+                                         call_id=f"call_{uuid.uuid4().hex[:12]}", name="remember",
+                                         arguments=proposal_args, runtime_kind=RuntimeKind.CHAT, at=at)
+    except Exception as error:  # a crash of the proposal placement; the other fields still run
+        proposal = None
+        case.crashes.append(f"begin_tool_call(remember) raised {type(error).__name__}: "
+                            f"{str(error).splitlines()[0][:160]}")
+    else:
+        requests.append(ToolCallRequest(call_id=proposal.call_id, name="remember", arguments=proposal_args))
     await _step(deps, account, conv.id, branch, victim, requests, "", at)
+    if proposal is not None:
+        await defer_tool_call(deps, account, proposal.id, "the user to confirm a memory", at)
     async def guarded(label: str, step: Any) -> None:
         try:
             await step

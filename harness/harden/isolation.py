@@ -12,7 +12,9 @@ Read paths covered: every store getter and lister, the candidate loader,
 raw payload reads (inline and S3, by artifact id and by object key), context
 assembly in every runtime mode (foreign conversation, branch, participant,
 evidence request), provenance checks, the Python client, the CLI (as a
-subprocess with another installation's account), and S3 with a wrong key.
+subprocess with another installation's account), S3 with a wrong key, and the
+runtime tools' paths: user memories (list, forget) and ``recall`` (a real
+recall call of mine naming another account's artifact, and its evidence rows).
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ from store import tools as tool_store
 PART = "isolation"
 ACCOUNT_TABLES = ("conversations", "branches", "participants", "messages", "model_runs", "tool_calls",
                   "tool_artifacts", "tool_memories", "user_memories", "skill_states", "continuation_checkpoints",
-                  "context_assemblies", "policy_decisions")
+                  "context_assemblies", "policy_decisions", "evidence_requests")
 SCENARIOS_QUICK = ("participant_visibility", "subagent_child_artifact_capture")
 SCENARIOS_FULL = ("deferred_document_picker", "multi_skill_runtime_state", "participant_visibility",
                   "branch_isolation", "subagent_continuation_state", "subagent_child_artifact_capture",
@@ -455,6 +457,52 @@ async def _client_paths(stack: Stack, prober: Prober, me: str, other: AccountIds
         prober.figures.finding(PART, "client calls on foreign ids wrote rows", changed=changed)
 
 
+async def _runtime_tool_paths(stack: Stack, prober: Prober, me: str, other: AccountIds) -> None:
+    """User memories (client and store) and ``recall`` as ``me`` on ``other``'s ids; nothing of theirs changes."""
+    from activities.ingest import begin_tool_call
+    from activities.tools.base import ToolContext
+    from activities.tools.runtime import RECALL, TOOLS
+    from dossier.client import DossierClient
+    from store import evidence
+
+    deps = stack.deps
+    client = DossierClient(deps=deps, temporal=None, settings=stack.settings, account_id=me)  # type: ignore[arg-type]
+    theirs = [row for row in other.ids.get("user_memory", []) if isinstance(row, tuple)]
+    for memory_id, memory_text in theirs[:2]:
+        await prober.attempt("client.forget_memory", memory_id, _uuid(), client.forget_memory)
+        await prober.attempt("client.memories", memory_id, _uuid(), lambda _: client.memories(),
+                             leak_check=lambda rows, t=memory_text: any(r.text == t for r in rows))
+
+        async def forget(one_id: str) -> bool:
+            async with deps.sessions() as session:  # never committed: a probe must not delete
+                return await user_memories.forget_user_memory(session, me, one_id)
+
+        await prober.attempt("store.forget_user_memory", memory_id, _uuid(), forget)
+    for tool_call_id in _ids_of(other, "tool_call")[:3]:
+        async def requests(one_id: str) -> Any:
+            async with deps.sessions() as session:
+                return await evidence.evidence_requests(session, me, tool_call_id=one_id)
+
+        await prober.attempt("store.evidence_requests", tool_call_id, _uuid(), requests)
+    if f"branch:{me}" not in stack.extra:
+        return
+    conversation_id, branch_id = stack.extra[f"branch:{me}"]
+    async with deps.sessions() as session:
+        participant_id = (await conversations.list_participants(session, me, conversation_id))[0].id
+    recall = next(tool for tool in TOOLS if tool.name == RECALL)
+    for row in other.ids.get("artifact", [])[:3]:
+        artifact_id = row[0] if isinstance(row, tuple) else row
+        # A real recall call of mine naming their artifact: answered exactly as an id that exists nowhere.
+        call = await begin_tool_call(deps, me, conversation_id, branch_id, participant_id,
+                                     call_id=f"call_{uuid.uuid4().hex[:12]}", name=RECALL,
+                                     arguments={"id": artifact_id}, runtime_kind=RuntimeKind.CHAT)
+        context = ToolContext(account_id=me, tool_call_id=call.id, attempt=1, workspace=Path("."),
+                              artifacts=deps.artifacts, graph=deps)
+        await prober.attempt("tool.recall", artifact_id, _uuid(),
+                             lambda one_id, c=context: recall.run(c, {"id": one_id}),  # type: ignore[misc]
+                             leak_check=lambda result: b'"denied"' not in result.payload)
+
+
 def cli_commands(conversation: str, branch: str, message: str, tool_call: str | None) -> list[tuple[str, list[str]]]:
     """The CLI invocations that take ids, one per read path and runtime mode."""
     commands = [
@@ -532,6 +580,9 @@ async def build_accounts(stack: Stack, quick: bool) -> list[AccountIds]:
             participant = await conversations.add_participant(
                 session, outcome.account_id, second.id, name="Second", role="assistant",
                 provider="scripted", model="echo", system_prompt="second conversation")
+            # A user memory per account, so the memory list/forget paths always have a foreign id to try.
+            await user_memories.put_user_memory(session, outcome.account_id, f"harden memory of {name}")
+        ids.ids["user_memory"] = (await collect_ids(stack, outcome.account_id)).ids["user_memory"]
         stack.extra[f"second_participant:{outcome.account_id}"] = participant.id
         stack.extra[f"conversation:{outcome.account_id}"] = outcome.conversation_id
         stack.extra[f"branch:{outcome.account_id}"] = ids.ids["branch"][0]
@@ -552,6 +603,7 @@ async def run_isolation(stack: Stack, figures: Figures, *, quick: bool = False, 
         await _s3_paths(stack, prober, me.account, other)
         await _assembly_paths(stack, prober, me, other, quick)
         await _client_paths(stack, prober, me.account, other)
+        await _runtime_tool_paths(stack, prober, me.account, other)
     if cli and "temporal" in stack.services:
         me, other = pairs[0]
         await _cli_paths(stack, prober, me.account, other, quick)

@@ -8,12 +8,14 @@ Tables::
                  ├── messages, model_runs
                  ├── tool_calls ── tool_artifacts
                  ├── tool_memories, skill_states, continuation_checkpoints
-                 └── context_assemblies ── policy_decisions
+                 ├── context_assemblies ── policy_decisions
+                 └── evidence_requests (a model's recalls, per tool call)
     user_memories (per account)
 """
 
 from store.models.assemblies import ContextAssembly, PolicyDecision
 from store.models.base import Base
+from store.models.evidence import EvidenceRequest
 from store.models.graph import Account, Branch, Conversation, Message, ModelRun, Participant
 from store.models.memory import ContinuationCheckpoint, SkillState, ToolMemory, UserMemory
 from store.models.tools import ToolArtifact, ToolCall
@@ -28,6 +30,7 @@ __all__ = [
     "ContextAssembly",
     "ContinuationCheckpoint",
     "Conversation",
+    "EvidenceRequest",
     "Message",
     "ModelRun",
     "Participant",

@@ -163,3 +163,30 @@ async def test_a_hostile_provider_response_stays_the_models_own_words_and_a_brea
         _, elevations = await provider.run_provider_responses(stack, broken, sample)
         assert elevations >= 1
         assert any("prompt changed" in " ".join(f.get("why", [])) for f in broken.findings), broken.findings
+
+
+async def test_isolation_probes_memory_and_recall_paths_and_a_forget_that_forgets_the_account_is_counted(
+        monkeypatch: pytest.MonkeyPatch):
+    from sqlalchemy import delete
+
+    from store import user_memories
+    from store.models import UserMemory
+
+    async with private_stack() as stack:
+        figures = Figures(quick=True)
+        prober = await isolation.run_isolation(stack, figures, quick=True, cli=False)
+        probed = {entry["path"] for entry in prober.log}
+        assert {"client.forget_memory", "client.memories", "store.forget_user_memory", "store.evidence_requests",
+                "tool.recall"} <= probed
+        assert figures.values["isolation_attempts"] == figures.values["isolation_denied"], figures.findings
+
+        # Deliberate break: forgetting a memory by id in any account.
+        async def leaky(session: Any, account_id: str, user_memory_id: str) -> bool:
+            deleted = await session.execute(delete(UserMemory).where(UserMemory.id == user_memory_id)
+                                            .returning(UserMemory.id))
+            return deleted.first() is not None
+
+        monkeypatch.setattr(user_memories, "forget_user_memory", leaky)
+        broken = Figures(quick=True)
+        await isolation.run_isolation(stack, broken, quick=True, cli=False)
+        assert any("forget_memory" in f["what"] for f in broken.findings), broken.findings

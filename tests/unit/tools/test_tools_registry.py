@@ -23,7 +23,8 @@ from policy.enums import FreshnessClass, PrivacyClass
 from policy.tools import ToolCatalog, ToolSpec
 
 EXPECTED_TOOLS = [
-    "diag.flaky", "diag.sleep", "files.write", "load_skill", "table.aggregate", "user.pick_file",
+    "diag.flaky", "diag.sleep", "files.write", "load_skill", "recall", "remember", "table.aggregate",
+    "user.pick_file",
     "workspace.list_files", "workspace.read_csv",
 ]
 OPENAI_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
@@ -38,6 +39,9 @@ SPEC_TABLE = [
     ("user.pick_file", PrivacyClass.USER, FreshnessClass.SESSION, "json", False, True, 1, 60.0, None),
     ("diag.flaky", PrivacyClass.PUBLIC, FreshnessClass.SESSION, "json", True, False, 5, 10.0, None),
     ("diag.sleep", PrivacyClass.PUBLIC, FreshnessClass.SESSION, "json", False, False, 3, 120.0, 2.0),
+    # recall's result is raised to its source's class at capture; remember waits for the user.
+    ("recall", PrivacyClass.PUBLIC, FreshnessClass.SESSION, "auto", False, False, 3, 60.0, None),
+    ("remember", PrivacyClass.USER, FreshnessClass.SESSION, "json", False, True, 1, 60.0, None),
 ]
 
 
