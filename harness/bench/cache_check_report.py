@@ -33,7 +33,7 @@ class Sent:
     bench_tokens: int = 0
     """The benchmark's count of the prompt (cl100k, :func:`harness.bench.strategy.count_tokens`)."""
     predicted_cached: int = 0
-    """:data:`harness.bench.billing.LLAMA_CPP_SLOT`'s reuse on the benchmark's token sequence of this strategy's calls."""
+    """The slot rule's reuse (``LLAMA_CPP_SLOT``) on the benchmark's tokens of this strategy's calls."""
     server_tokens: int = 0
     """The server's ``usage.prompt_tokens``."""
     server_cached: int = 0
@@ -43,17 +43,19 @@ class Sent:
     usage_cached: int | None = None
     """``usage.prompt_tokens_details.cached_tokens`` when the server reports it."""
     rule_cached: int = 0
-    """:data:`harness.bench.billing.LLAMA_CPP_SLOT`'s reuse on the server's own tokens, over everything sent to the slot."""
+    """The slot rule's reuse on the server's own tokens, over everything sent to the slot (warm-up first)."""
     tokenized: int = 0
     """Length of ``/tokenize`` of ``/apply-template`` (should equal ``server_tokens``)."""
     seconds: float = 0.0
 
     @property
     def predicted_share(self) -> float:
+        """Predicted reuse over the benchmark's prompt tokens."""
         return self.predicted_cached / self.bench_tokens if self.bench_tokens else 0.0
 
     @property
     def observed_share(self) -> float:
+        """Reported reuse over the server's prompt tokens."""
         return self.server_cached / self.server_tokens if self.server_tokens else 0.0
 
     def to_json(self) -> dict[str, Any]:
