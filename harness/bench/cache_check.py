@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -146,6 +147,10 @@ class LlamaServer:
             "cache_prompt": True})
 
 
+ANY_EARLIER = replace(LLAMA_CPP_SLOT, name="llama-cpp-any-earlier", slots=0)
+"""The slot rule but with every earlier prompt as a candidate: what llama.cpp's RAM prompt cache (``cache_ram``)
+can add when a request shares little with the slot and the server restores an older prompt instead."""
+
 WARM_UP = [{"role": "user", "content": "cache-check: a first request, so the slot's content is known."}]
 """Sent before the sample: the rule on the server's tokens then knows what the slot held before the first call."""
 
@@ -172,8 +177,9 @@ async def send_all(server: LlamaServer, trajectories: Sequence[Sequence[Sent]],
             progress(f"cache-check: {request.trajectory} {request.strategy} call {request.call}: "
                      f"{request.server_cached}/{request.server_tokens} reused, {request.seconds:.1f} s")
     # The server has one slot: the rule runs over everything it was sent, in order (the warm-up first).
-    for request, bill in zip(done, bill_sequence(server_prompts, LLAMA_CPP_SLOT)[1:], strict=True):
-        request.rule_cached = bill.read
+    slot, any_earlier = bill_sequence(server_prompts, LLAMA_CPP_SLOT), bill_sequence(server_prompts, ANY_EARLIER)
+    for request, bill, other in zip(done, slot[1:], any_earlier[1:], strict=True):
+        request.rule_cached, request.rule_any_cached = bill.read, other.read
     return done
 
 

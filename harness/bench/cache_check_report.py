@@ -44,6 +44,8 @@ class Sent:
     """``usage.prompt_tokens_details.cached_tokens`` when the server reports it."""
     rule_cached: int = 0
     """The slot rule's reuse on the server's own tokens, over everything sent to the slot (warm-up first)."""
+    rule_any_cached: int = 0
+    """The same with every earlier prompt a candidate (llama.cpp's RAM prompt cache can restore one)."""
     tokenized: int = 0
     """Length of ``/tokenize`` of ``/apply-template`` (should equal ``server_tokens``)."""
     seconds: float = 0.0
@@ -64,7 +66,8 @@ class Sent:
                 "bench_tokens": self.bench_tokens, "predicted_cached": self.predicted_cached,
                 "server_tokens": self.server_tokens, "server_cached": self.server_cached,
                 "server_evaluated": self.server_evaluated, "usage_cached": self.usage_cached,
-                "rule_cached": self.rule_cached, "tokenized": self.tokenized, "seconds": round(self.seconds, 2)}
+                "rule_cached": self.rule_cached, "rule_any_cached": self.rule_any_cached,
+                "tokenized": self.tokenized, "seconds": round(self.seconds, 2)}
 
 
 @dataclass
@@ -118,9 +121,13 @@ class CacheCheckReport:
                 "difference": round(worst.observed_share - worst.predicted_share, 4)},
             "rule_on_server_tokens": {
                 "calls": len(self.requests), "exact": len(exact),
+                "exact_from_call_2": sum(r.call >= 1 for r in exact), "calls_from_call_2": len(rows),
                 "mismatches": [{"trajectory": r.trajectory, "strategy": r.strategy, "call": r.call,
-                                "rule": r.rule_cached, "cache_n": r.server_cached}
+                                "rule": r.rule_cached, "any_earlier_prompt": r.rule_any_cached,
+                                "cache_n": r.server_cached}
                                for r in self.requests if r.rule_cached != r.server_cached],
+                "mismatches_explained_by_an_earlier_prompt": sum(
+                    r.rule_any_cached == r.server_cached for r in self.requests if r.rule_cached != r.server_cached),
                 "template_tokens_match_usage": sum(r.tokenized == r.server_tokens for r in self.requests)},
             "usage_reports_cached_tokens": any(r.usage_cached is not None for r in self.requests),
             "trajectories": sorted({r.trajectory for r in self.requests}),
@@ -155,10 +162,13 @@ class CacheCheckReport:
                          f"{worst['call']}: cached share observed {worst['cached_share_observed']:.1%}, predicted "
                          f"{worst['cached_share_predicted']:.1%}.")
         lines.append(f"The rule on the server's own tokens (`/apply-template` + `/tokenize`) gives `cache_n` exactly "
-                     f"for {rule['exact']} of {rule['calls']} requests (first calls included).")
+                     f"for {rule['exact']} of {rule['calls']} requests ({rule['exact_from_call_2']} of "
+                     f"{rule['calls_from_call_2']} from call 2); of the {len(rule['mismatches'])} others, "
+                     f"{rule['mismatches_explained_by_an_earlier_prompt']} are the longest prefix shared with an "
+                     "earlier prompt than the previous one (llama.cpp's RAM prompt cache restored it).")
         for miss in rule["mismatches"][:10]:
-            lines.append(f"- mismatch: {miss['trajectory']} {miss['strategy']} call {miss['call']}: rule "
-                         f"{miss['rule']}, cache_n {miss['cache_n']}")
+            lines.append(f"- {miss['trajectory']} {miss['strategy']} call {miss['call']}: slot rule "
+                         f"{miss['rule']}, any earlier prompt {miss['any_earlier_prompt']}, cache_n {miss['cache_n']}")
         lines.append("`usage.prompt_tokens_details.cached_tokens`: "
                      + ("reported." if s["usage_reports_cached_tokens"] else "not reported by this server version."))
         lines += ["", "Trajectories: " + ", ".join(f"`{t}`" for t in s["trajectories"]) + "."]

@@ -12,15 +12,16 @@ from harness.commands.bench_cache import register_cache_check
 
 
 def _sent(strategy: str, call: int, bench: int, predicted: int, server: int, cached: int, rule: int | None = None,
-          trajectory: str = "t1") -> Sent:
-    return Sent(trajectory, strategy, call, [], bench_tokens=bench, predicted_cached=predicted, server_tokens=server,
-                server_cached=cached, server_evaluated=server - cached, rule_cached=cached if rule is None else rule,
-                tokenized=server)
+          any_earlier: int | None = None) -> Sent:
+    rule = cached if rule is None else rule
+    return Sent("t1", strategy, call, [], bench_tokens=bench, predicted_cached=predicted, server_tokens=server,
+                server_cached=cached, server_evaluated=server - cached, rule_cached=rule,
+                rule_any_cached=rule if any_earlier is None else any_earlier, tokenized=server)
 
 
 REPORT = CacheCheckReport([
     # First calls: the slot held the previous sequence's prompt; not compared with the per-participant prediction.
-    _sent("full_replay", 0, 100, 0, 120, 30),
+    _sent("full_replay", 0, 100, 0, 120, 30, rule=0, any_earlier=30),
     _sent("full_replay", 1, 200, 100, 240, 120),
     _sent("full_replay", 2, 300, 200, 360, 240),
     _sent("dossier", 0, 100, 0, 120, 119),
@@ -45,9 +46,12 @@ def test_summary_names_the_worst_call_and_every_rule_mismatch() -> None:
     worst = summary["largest_disagreement"]
     assert (worst["strategy"], worst["call"]) == ("dossier", 1)  # observed 1/3, predicted 2/3
     rule = summary["rule_on_server_tokens"]
-    assert (rule["calls"], rule["exact"]) == (6, 5)
-    assert rule["mismatches"] == [{"trajectory": "t1", "strategy": "dossier", "call": 1, "rule": 119, "cache_n": 60}]
-    assert "5 of 6 requests" in REPORT.to_markdown()
+    assert (rule["calls"], rule["exact"]) == (6, 4)
+    assert rule["mismatches"] == [
+        {"trajectory": "t1", "strategy": "full_replay", "call": 0, "rule": 0, "any_earlier_prompt": 30, "cache_n": 30},
+        {"trajectory": "t1", "strategy": "dossier", "call": 1, "rule": 119, "any_earlier_prompt": 119, "cache_n": 60}]
+    assert rule["mismatches_explained_by_an_earlier_prompt"] == 1
+    assert "4 of 6 requests (3 of 4 from call 2); of the 2 others, 1 are" in REPORT.to_markdown()
     assert REPORT.to_json()["calls"][0]["server_cached"] == 30
 
 
