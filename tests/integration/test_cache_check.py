@@ -6,7 +6,12 @@ through the real graph (Postgres, S3). Two claims, each able to fail:
 
 * exact: :data:`harness.bench.billing.LLAMA_CPP_SLOT` applied to the server's
   own token sequences (its chat template and tokenizer) gives the server's
-  ``timings.cache_n`` for every request, to the token (tolerance 0);
+  ``timings.cache_n`` to the token (tolerance 0) for every request from a
+  sequence's second call on. A first call follows another sequence, and there
+  the server may restore an older prompt from its RAM prompt cache
+  (``cache_ram_mib``) instead of the slot's: its ``cache_n`` is then the
+  prefix shared with that earlier prompt, which the any-earlier-prompt
+  variant of the rule must give exactly;
 * close: on the benchmark's cl100k sequences, the predicted cached share of
   each strategy, from each sequence's second call on, is within
   :data:`SHARE_TOLERANCE` of the observed share. The two tokenizers and chat
@@ -67,7 +72,10 @@ async def test_the_slot_rule_predicts_the_servers_prompt_cache_reuse(llm: Endpoi
         where = (request.trajectory, request.strategy, request.call)
         assert request.tokenized == request.server_tokens, where  # the template + tokenizer is what was evaluated
         assert request.server_cached + request.server_evaluated == request.server_tokens, where
-        assert request.rule_cached == request.server_cached, where
+        if request.call >= 1:
+            assert request.rule_cached == request.server_cached, where
+        else:
+            assert request.server_cached in (request.rule_cached, request.rule_any_cached), where
 
     summary = report.summary()
     for name in STRATEGIES:
@@ -75,5 +83,6 @@ async def test_the_slot_rule_predicts_the_servers_prompt_cache_reuse(llm: Endpoi
         assert figures["calls_compared"] > 0 and figures["cached_share_observed"] > 0.3, (name, figures)
         assert abs(figures["cached_share_observed"] - figures["cached_share_predicted"]) <= SHARE_TOLERANCE, \
             (name, figures)
-    assert summary["rule_on_server_tokens"]["exact"] == len(report.requests)
+    rule = summary["rule_on_server_tokens"]
+    assert rule["exact_from_call_2"] == rule["calls_from_call_2"] == 2 * (5 + 2), rule
     assert "| dossier |" in report.to_markdown()
