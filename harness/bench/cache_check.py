@@ -210,8 +210,8 @@ async def check_with(deps: GraphDeps, server: LlamaServer, traces: Sequence[dict
     return CacheCheckReport(requests=done, parameters=parameters, seconds=time.perf_counter() - started)
 
 
-async def run_cache_check(settings: Settings, path: str | Path, *, trajectories: int = 6,
-                          max_prompt_tokens: int = 2000, max_calls: int = 6,
+async def run_cache_check(settings: Settings, path: str | Path, *, trajectories: int = 8,
+                          max_prompt_tokens: int = 3000, max_calls: int = 8,
                           progress: Progress = lambda _: None) -> CacheCheckReport:
     """Start (or reuse) the graph services and the embedded model server, then run :func:`check_with`.
 

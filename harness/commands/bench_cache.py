@@ -6,7 +6,8 @@ replay and for Dossier's assembly, is sent to the model server (one slot,
 ``cache_prompt`` on, one output token, temperature 0), and the prompt-cache
 reuse the server reports is compared with the ``LLAMA_CPP_SLOT`` rule's
 prediction. Writes cache_check.json and cache_check.md. Slow: the model
-evaluates every uncached prompt token on the CPU (about 10-45 tokens/s).
+evaluates every uncached prompt token on the CPU (about 10-45 tokens/s), so
+the default sample (8 trajectories, 98 requests) takes about 22 minutes.
 """
 
 from __future__ import annotations
@@ -31,11 +32,11 @@ def register_cache_check(actions: argparse._SubParsersAction) -> None:
     )
     check.add_argument("--traces", default=str(DEFAULT_TRACES), metavar="PATH",
                        help=f"JSONL file of trajectories (default: $DOSSIER_TRACES, else {DEFAULT_TRACES})")
-    check.add_argument("--trajectories", type=int, default=6, metavar="N", help="trajectories sampled (default 6)")
-    check.add_argument("--max-prompt-tokens", type=int, default=2000, metavar="N",
-                       help="largest prompt a sampled trajectory may send, in benchmark tokens (default 2000)")
-    check.add_argument("--max-calls", type=int, default=6, metavar="N",
-                       help="most model calls a sampled trajectory may have (default 6)")
+    check.add_argument("--trajectories", type=int, default=8, metavar="N", help="trajectories sampled (default 8)")
+    check.add_argument("--max-prompt-tokens", type=int, default=3000, metavar="N",
+                       help="largest prompt a sampled trajectory may send, in benchmark tokens (default 3000)")
+    check.add_argument("--max-calls", type=int, default=8, metavar="N",
+                       help="most model calls a sampled trajectory may have (default 8)")
     check.add_argument("--out", default=str(DEFAULT_OUT), metavar="DIR",
                        help=f"where cache_check.json/.md go (default {DEFAULT_OUT})")
     check.set_defaults(handler=_cache_check)

@@ -9,9 +9,9 @@ through the real graph (Postgres, S3). Two claims, each able to fail:
   ``timings.cache_n`` to the token (tolerance 0) for every request from a
   sequence's second call on. A first call follows another sequence, and there
   the server may restore an older prompt from its RAM prompt cache
-  (``cache_ram_mib``) instead of the slot's: its ``cache_n`` is then the
-  prefix shared with that earlier prompt, which the any-earlier-prompt
-  variant of the rule must give exactly;
+  (``cache_ram_mib``) instead of the slot's; its ``cache_n`` then lies
+  between the slot rule's and the any-earlier-prompt rule's (the longest
+  prefix shared with any earlier prompt; the server keeps only some of them);
 * close: on the benchmark's cl100k sequences, the predicted cached share of
   each strategy, from each sequence's second call on, is within
   :data:`SHARE_TOLERANCE` of the observed share. The two tokenizers and chat
@@ -75,7 +75,7 @@ async def test_the_slot_rule_predicts_the_servers_prompt_cache_reuse(llm: Endpoi
         if request.call >= 1:
             assert request.rule_cached == request.server_cached, where
         else:
-            assert request.server_cached in (request.rule_cached, request.rule_any_cached), where
+            assert request.rule_cached <= request.server_cached <= request.rule_any_cached, where
 
     summary = report.summary()
     for name in STRATEGIES:
