@@ -21,6 +21,14 @@ of the input price. Which prefix counts as seen, and at what price, differs:
   https://ai.google.dev/gemini-api/docs/caching (implicit caching). The
   granularity of a hit is not documented; 128-token steps are assumed, as for OpenAI.
 * ``uncached`` — every input token at 1x.
+* ``llama-cpp-slot`` (:data:`LLAMA_CPP_SLOT`, not one of :data:`PRICE_MODELS`: it bills
+  nothing, it predicts what a llama.cpp server with one slot and ``cache_prompt``
+  reuses, which ``dossier bench cache-check`` compares with the embedded server's
+  own ``timings.cache_n``) — the slot keeps only the previous request's prompt, so
+  a request reuses the longest token prefix it shares with that one prompt, from
+  the first token and with no minimum; the last token of a prompt is always
+  evaluated again (its logits give the next token). A reused token costs 0 here
+  and an evaluated one 1, so ``cost`` is the tokens the server computes.
 
 Assumptions, the same for every strategy: each call of a trajectory happens
 within the cache lifetime of the previous ones (5 minutes at Anthropic, at
@@ -76,13 +84,22 @@ class PriceModel:
     """How many blocks before a breakpoint a hit is still found (explicit caching)."""
     source: str = ""
     """The provider's documentation the rules come from."""
+    slots: int = 0
+    """How many of the latest earlier prompts a request can share a prefix with (0: every earlier one; 1: a
+    server slot, which holds only the previous prompt)."""
+    fresh_tail: int = 0
+    """Tokens at the end of a prompt evaluated anew even when cached (llama.cpp: 1, for the next token's logits)."""
 
     def parameters(self) -> dict[str, Any]:
         """The parameters, as printed with the results."""
-        return {"read": self.read, "write": self.write, "min_tokens": self.min_tokens, "step": self.step,
-                "breakpoints": "explicit (system prompt, strategy's own, last message)" if self.explicit
-                else ("none" if self.read == 1.0 else "automatic prefix"),
-                "lookback_blocks": self.lookback_blocks, "source": self.source}
+        out: dict[str, Any] = {
+            "read": self.read, "write": self.write, "min_tokens": self.min_tokens, "step": self.step,
+            "breakpoints": "explicit (system prompt, strategy's own, last message)" if self.explicit
+            else ("none" if self.read == 1.0 else "automatic prefix"),
+            "lookback_blocks": self.lookback_blocks, "source": self.source}
+        if self.slots:  # only the server-slot model has these: the providers' printed parameters stay as they were
+            out.update(slots=self.slots, fresh_tail=self.fresh_tail)
+        return out
 
 
 PRICE_MODELS: dict[str, PriceModel] = {
@@ -101,6 +118,12 @@ PRICE_MODELS: dict[str, PriceModel] = {
                            source="list input price, no caching"),
 }
 """The five price models every strategy is billed under."""
+
+LLAMA_CPP_SLOT = PriceModel(
+    "llama-cpp-slot", read=0.0, write=1.0, min_tokens=0, step=1, explicit=False, slots=1, fresh_tail=1,
+    source="llama.cpp server, one slot (n_parallel=1), cache_prompt on: the slot's KV cache is the previous "
+           "prompt; checked against the embedded server by `dossier bench cache-check`")
+"""A local llama.cpp server's prompt reuse, as a price model whose cost is the tokens it evaluates."""
 
 
 @dataclass(frozen=True)
@@ -228,11 +251,16 @@ def _bill_automatic(prompt: Prompt, model: PriceModel, cache: _Cache) -> Bill:
     total = prompt.tokens
     read = 0
     if model.read < 1.0:
-        shared = max((min(_common_prefix(prompt, earlier), earlier.tokens) for earlier in cache.prompts), default=0)
+        earlier_prompts = cache.prompts[-model.slots:] if model.slots else cache.prompts
+        shared = max((min(_common_prefix(prompt, earlier), earlier.tokens) for earlier in earlier_prompts),
+                     default=0)
+        shared = min(shared, max(0, total - model.fresh_tail))
         if shared >= model.min_tokens:
             read = model.min_tokens + (shared - model.min_tokens) // model.step * model.step
         if total >= model.min_tokens:
             cache.prompts.append(prompt)
+            if model.slots:
+                del cache.prompts[:-model.slots]
     return Bill(tokens=total, read=read, written=0, cost=read * model.read + (total - read))
 
 
@@ -284,6 +312,7 @@ def summarise_bills(bills: Sequence[Bill]) -> dict[str, float | int]:
 
 
 __all__ = [
+    "LLAMA_CPP_SLOT",
     "PRICE_MODELS",
     "Bill",
     "PriceModel",

@@ -17,7 +17,7 @@ import json
 import os
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from datetime import UTC, datetime, timedelta
@@ -280,18 +280,26 @@ def _outcomes(text: str, call: TraceCall, reason) -> list[RefOutcome]:
     return out
 
 
+Observe = Callable[[str, list[dict[str, Any]]], None]
+"""Called with (strategy name, the messages it sends) for each request, in the order they are accounted."""
+
+
 async def run_trace(deps: GraphDeps, account_id: str, trace: dict[str, Any], peers: list[Any],
-                    encode: Encode | None = None) -> list[CallRow]:
+                    encode: Encode | None = None, observe: Observe | None = None) -> list[CallRow]:
     """Import one trajectory incrementally and measure every model call.
 
     With ``encode`` (text -> token ids), each strategy's sequence of prompts is
-    also billed under every price model (:mod:`harness.bench.billing`).
+    also billed under every price model (:mod:`harness.bench.billing`). ``observe``
+    sees the exact messages every strategy sends, so a check against a real server
+    (:mod:`harness.bench.cache_check`) sends what the benchmark accounts, not a copy of it.
     """
     counter = deps.counter
     prompts: dict[str, list[Prompt]] = defaultdict(list)
 
     def sent(name: str, messages: list[dict[str, Any]], breakpoints: tuple[int, ...] | None = None) -> list[str]:
         """Bill ``messages`` as ``name``'s next request; returns why a provider would refuse it."""
+        if observe is not None:
+            observe(name, messages)
         if encode is not None:
             prompts[name].append(Prompt(message_blocks(messages, encode),
                                         breakpoints if breakpoints is not None else transcript_breakpoints(messages)))

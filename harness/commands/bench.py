@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 from harness.bench.suite import DEFAULT_OUT, PARTS, run_suite
+from harness.commands.bench_cache import register_cache_check
 from harness.commands.bench_traces import register_traces
 from dossier.runtime import open_graph
 from harness.scenarios import all_scenarios
@@ -41,6 +42,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     scenarios.set_defaults(handler=_scenarios)
 
     register_traces(actions)
+    register_cache_check(actions)
 
     suite = actions.add_parser(
         "all",
