@@ -57,15 +57,23 @@ def parse_arguments(raw: object) -> dict[str, Any]:
     return parsed if isinstance(parsed, dict) else {UNPARSED_ARGUMENTS: str(raw)}
 
 
-def usage_of(usage: Any) -> ProviderUsage:
-    """An OpenAI ``usage`` object in Dossier's four counts (``None`` where the server reported nothing)."""
+def usage_of(usage: Any, timings: Any = None) -> ProviderUsage:
+    """An OpenAI ``usage`` object in Dossier's four counts (``None`` where the server reported nothing).
+
+    llama.cpp's server leaves ``prompt_tokens_details`` out and reports the prompt tokens it
+    reused from its cache as ``timings.cache_n`` next to ``usage``; that count is its cache read.
+    """
     if usage is None:
         return ProviderUsage()
     details = getattr(usage, "prompt_tokens_details", None)
+    cache_read = getattr(details, "cached_tokens", None)
+    if cache_read is None and isinstance(timings, dict):
+        reused = timings.get("cache_n")
+        cache_read = reused if isinstance(reused, int) and not isinstance(reused, bool) and reused >= 0 else None
     return ProviderUsage(
         input_tokens=getattr(usage, "prompt_tokens", None),
         output_tokens=getattr(usage, "completion_tokens", None),
-        cache_read_tokens=getattr(details, "cached_tokens", None),
+        cache_read_tokens=cache_read,
         cache_write_tokens=getattr(details, "cache_write_tokens", None),
     )
 
@@ -152,7 +160,7 @@ class OpenAICompatProvider:
                                 arguments=parse_arguments(call.function.arguments))
                 for call_id, call in zip(ids, calls, strict=True)
             ),
-            usage=usage_of(completion.usage),
+            usage=usage_of(completion.usage, (completion.model_extra or {}).get("timings")),
         )
 
     async def aclose(self) -> None:

@@ -268,6 +268,12 @@ async def _check_runs(client: DossierClient, outcome: TurnOutcome, kind: Runtime
             assert run.workflow_id == outcome.workflow_id and run.context_assembly_id
             usage = run_usage(run.usage)
             assert usage["input_tokens"] and usage["input_tokens"] > 0 and usage["output_tokens"], run.usage
+            # llama.cpp's prompt-cache reuse (timings.cache_n) as the run's cache read; a later call of the
+            # turn starts with the earlier call's prompt, so its reuse is more than nothing.
+            reused = usage["cache_read_tokens"]
+            assert reused is not None and 0 <= reused <= usage["input_tokens"], run.usage
+            if run_id != outcome.result.model_run_ids[0]:
+                assert reused > 0, run.usage
             stored = await get_context_assembly(session, client.account_id, run.context_assembly_id,
                                                 with_messages=True)
             assert stored.model_run_id == run_id and stored.provider_route == "local"

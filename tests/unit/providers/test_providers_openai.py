@@ -89,6 +89,27 @@ async def test_a_tool_call_round_trip(server: ProviderServer) -> None:
     assert openai_request_problems(sent.body) == []
 
 
+async def test_llama_cpps_timings_cache_n_is_its_cache_read_when_usage_has_no_details(
+        server: ProviderServer) -> None:
+    """llama.cpp reports prompt-cache reuse only as ``timings.cache_n`` beside ``usage``."""
+    body = openai_completion("OK", prompt_tokens=640, completion_tokens=2)
+    body["timings"] = {"cache_n": 512, "prompt_n": 128, "predicted_n": 2}
+    server.reply(Reply(body))
+    assert (await _provider(server).generate(_request())).usage == ProviderUsage(
+        input_tokens=640, output_tokens=2, cache_read_tokens=512)
+
+    # prompt_tokens_details wins where both are present; a malformed cache_n is no count at all.
+    body = openai_completion("OK", prompt_tokens=640, completion_tokens=2, cached_tokens=256)
+    body["timings"] = {"cache_n": 512}
+    server.reply(Reply(body))
+    assert (await _provider(server).generate(_request())).usage.cache_read_tokens == 256
+    for bad in ("512", -1, True, None):
+        body = openai_completion("OK", prompt_tokens=640, completion_tokens=2)
+        body["timings"] = {"cache_n": bad}
+        server.reply(Reply(body))
+        assert (await _provider(server).generate(_request())).usage.cache_read_tokens is None
+
+
 async def test_a_final_answer_with_usage_but_no_cache_details(server: ProviderServer) -> None:
     server.reply(Reply(openai_completion("EMEA drove Q3 revenue (120 of 200).", prompt_tokens=640,
                                          completion_tokens=12)))
