@@ -100,12 +100,13 @@ async def local_session(client: DossierClient, model: str, say: Callable[[str], 
     say("-- every local model call: Dossier's assembled context vs the provider-reported usage")
     rows = sorted([*await client.runs(conversation), *await client.runs(pick_conversation)],
                   key=lambda row: row.started_at)
-    say(f"{'kind':<12} {'participant':<13} {'legacy':>6} {'dossier':>7} {'prov in':>7} {'prov out':>8} "
-        f"{'seconds':>7}  temporal ui")
+    say(f"{'kind':<12} {'participant':<13} {'legacy':>6} {'dossier':>7} {'prov in':>7} {'cached':>6} "
+        f"{'prov out':>8} {'seconds':>7}  temporal ui")
     for row in rows:
         usage = row.usage
         say(f"{row.runtime_kind:<12} {row.participant[:13]:<13} {row.legacy_tokens or 0:>6} "
-            f"{row.assembled_tokens or 0:>7} {_n(usage.get('input_tokens')):>7} {_n(usage.get('output_tokens')):>8} "
+            f"{row.assembled_tokens or 0:>7} {_n(usage.get('input_tokens')):>7} "
+            f"{_n(usage.get('cache_read_tokens')):>6} {_n(usage.get('output_tokens')):>8} "
             f"{_seconds(row.seconds):>7}  {row.ui_url or row.workflow_id}")
     total = sum(row.seconds or 0.0 for row in rows)
     say(f"{len(rows)} local model call(s), {total:.0f} s in all; conversations {conversation}, {pick_conversation}")
