@@ -133,3 +133,16 @@ def test_the_example_file_and_tool_module_load(monkeypatch):
                                                                                    "local"]
     assert [t.name for t in load_tool_modules(agents.tool_modules())] == ["examples.convert_units"]
     agents.check_tools(registry_with(agents.tool_modules()).names())
+
+
+def test_the_readmes_agents_block_parses_with_one_agent_per_provider_and_only_known_tools() -> None:
+    """The TOML block the README shows is a valid agents file, not an illustration that drifted."""
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text(encoding="utf-8")
+    blocks = [block.split("```", 1)[0] for block in readme.split("```toml\n")[1:]]
+    [block] = [block for block in blocks if "[agents.analyst]" in block]
+    agents = parse_agents(block, "README.md")
+    providers = {name: agent.model.split(":", 1)[0] for name, agent in agents.agents.items()}
+    assert providers == {"analyst": "openai", "reviewer": "anthropic", "ollama": "openai", "local": "local"}
+    assert agents.agents["ollama"].endpoint is not None
+    assert agents.agents["ollama"].endpoint.base_url == "http://127.0.0.1:11434/v1"
+    agents.check_tools([*default_registry().names(), "mcp.time.get_current_time"])
