@@ -51,10 +51,19 @@ QUESTION = "What time is it in Paris, and what changed in the repository?"
 
 
 def _stdio_servers() -> list[psutil.Process]:
-    """This process's children that are the stdio MCP servers of the latency test."""
-    return [child for child in psutil.Process().children(recursive=True)
-            if any("mcp_test_server.py" in part or "mcp-server-time" in part for part in child.cmdline())
-            and "http" not in child.cmdline()]
+    """This process's children that are the stdio MCP servers of the latency test.
+
+    Children that ended meanwhile (an earlier test's process not yet reaped is a zombie) are not servers.
+    """
+    servers = []
+    for child in psutil.Process().children(recursive=True):
+        try:
+            cmdline = child.cmdline()
+        except (psutil.ZombieProcess, psutil.NoSuchProcess):
+            continue
+        if any("mcp_test_server.py" in part or "mcp-server-time" in part for part in cmdline) and "http" not in cmdline:
+            servers.append(child)
+    return servers
 
 
 def _free_port() -> int:
