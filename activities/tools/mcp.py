@@ -51,6 +51,7 @@ from activities.tools.base import (
     ToolResult,
 )
 from activities.tools.mcp_config import SEGMENT, McpServerConfig, McpServerError, tool_name
+from policy.lines import CLIPPED, inert
 from policy.tools import ToolSpec
 
 logger = logging.getLogger(__name__)
@@ -59,6 +60,8 @@ ERROR_TEXT_MAX = 2000
 """Characters of a tool's error text kept in the failure message (the text is the server's, untrusted)."""
 STDERR_TAIL = 800
 """Characters of a stdio server's stderr quoted when it fails to start."""
+DESCRIPTION_MAX = 1000
+"""Characters of a server's tool description offered to the model (the text is the server's, untrusted)."""
 TIMEOUT_MARGIN_SECONDS = 5.0
 """The activity's timeout exceeds the MCP request's, so a slow server fails as our retryable error first."""
 
@@ -264,9 +267,21 @@ def _tool(connection: McpConnection, tool: Tool) -> RegisteredTool:
 
     ttl = timedelta(seconds=config.stale_after_seconds) if config.stale_after_seconds else None
     spec = ToolSpec(name=name, privacy=config.privacy, freshness=config.freshness, ttl=ttl)
-    description = (tool.description or tool.title or tool.name).strip()
-    return RegisteredTool(spec=spec, description=f"{description} (MCP server {config.name})", parameters=schema,
+    return RegisteredTool(spec=spec, description=server_description(config.name, tool), parameters=schema,
                           run=run, timeout_seconds=config.timeout_seconds + TIMEOUT_MARGIN_SECONDS)
+
+
+def server_description(server: str, tool: Tool) -> str:
+    """A server's tool description as the model is offered it: one line of data, bounded, naming the server.
+
+    The server wrote it, so it is untrusted like a result: newlines, control and zero-width characters
+    and citation look-alikes are neutralised (:func:`policy.lines.inert`) and it is cut to
+    :data:`DESCRIPTION_MAX` characters, so it cannot pose as context structure or fill the budget.
+    """
+    text = inert(tool.description or tool.title or tool.name)
+    if len(text) > DESCRIPTION_MAX:
+        text = text[:DESCRIPTION_MAX - 1] + CLIPPED
+    return f"{text} (MCP server {server})"
 
 
 async def call_tool(connection: McpConnection, tool: str, arguments: dict[str, Any]) -> ToolResult:
@@ -339,4 +354,5 @@ __all__ = [
     "call_tool",
     "connect_mcp_servers",
     "result_bytes",
+    "server_description",
 ]
