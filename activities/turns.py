@@ -52,7 +52,7 @@ from activities.providers.base import (
     provider_for,
 )
 from activities.providers.config import EndpointConfig
-from activities.skill_state import load_skill, offered_tools, skill_catalog
+from activities.skill_state import offered_tools, skill_catalog
 from activities.skills import SkillLibrary
 from activities.tools.base import ToolContext, ToolError, UnknownToolError
 from activities.tools.registry import ToolRegistry, canonical_name
@@ -82,7 +82,6 @@ from policy.records import (
     ToolCallRecord,
     ToolCallRequest,
 )
-from policy.skills import LOAD_SKILL
 from store import checkpoints, conversations, messages
 from store import tools as tool_store
 from store.assemblies import get_context_assembly
@@ -371,13 +370,10 @@ class TurnActivities:
         context = ToolContext(
             account_id=account, tool_call_id=call.id, attempt=info.attempt,
             workspace=self.workspace, artifacts=self.deps.artifacts, heartbeat=activity.heartbeat,
-            privacy=call.privacy, graph=self.deps,
+            privacy=call.privacy, graph=self.deps, skills=self.skills,
         )
         try:
-            if call.name == LOAD_SKILL:  # writes skill state, so it runs with the graph
-                result = await load_skill(self.deps, self.skills, context, dict(call.arguments))
-            else:
-                result = await self.tools.execute(call.name, context, dict(call.arguments))
+            result = await self.tools.execute(call.name, context, dict(call.arguments))
         except ToolError as error:
             if not error.retryable:  # bad arguments, unknown or deferred tool: another attempt cannot help
                 return await self._capture_failure(account, call.id, f"{type(error).__name__}: {error}",

@@ -32,6 +32,7 @@ from policy.tools import ToolSpec
 
 if TYPE_CHECKING:
     from activities.deps import GraphDeps
+    from activities.skills import SkillLibrary
     from store.artifacts import ArtifactStore
 
 
@@ -91,7 +92,10 @@ class ToolContext:
     """The call's privacy class (its tool's, raised to what the calling model was shown): what anything
     the tool stores from its arguments is labelled. Unknown (no call behind the context) fails closed."""
     graph: GraphDeps | None = None
-    """The runtime graph, for the built-in runtime tools that read it (``recall``); ``None`` elsewhere."""
+    """The runtime graph, for the built-in runtime tools that use it (``recall``, ``load_skill``); ``None``
+    elsewhere."""
+    skills: SkillLibrary | None = None
+    """The worker's skills, for ``load_skill``; ``None`` elsewhere."""
 
 
 @dataclass(frozen=True)
