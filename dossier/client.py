@@ -69,7 +69,7 @@ from dossier.runtime import agent_endpoints, agent_tools, model_providers, open_
 from dossier.services import ensure_services, services_status
 from dossier.settings import Settings
 from policy.enums import MessageRole, RuntimeKind, ToolCallStatus, VisibilityScope
-from policy.records import UserMemoryRecord
+from policy.records import ToolCallRecord, UserMemoryRecord
 from store import branches, conversations, messages, user_memories
 from store import tools as tool_store
 from store.assemblies import get_context_assembly
@@ -547,6 +547,26 @@ class DossierClient:
         """
         tool_call_id = check_id(tool_call_id, "tool call")
         self.check_text(answer, "answer")
+        call, workflow_id = await self._waiting_call(tool_call_id)
+        if call.name == REMEMBER:  # only a confirmation writes the memory: never a bare answer
+            return await self._answer_memory(call, workflow_id, confirmed=_confirmation(answer))
+        wants_json = self.deps.catalog.spec(call.name).result_kind == "json"
+        if content_type is None:
+            content_type = "application/json" if wants_json or _parses_as_json(answer) else "text/plain; charset=utf-8"
+        if (wants_json or _is_json(content_type)) and not _parses_as_json(answer):
+            raise InvalidInputError(f"{call.name} expects a JSON answer such as '{{\"path\": \"a.csv\"}}', got "
+                                    f"{answer[:40]!r}{'...' if len(answer) > 40 else ''}")
+        handle = self.temporal.get_workflow_handle(workflow_id)
+        await self._check_running(handle, tool_call_id)
+        await self._capture_and_signal(handle, call.id, answer.encode(), content_type)
+        return workflow_id
+
+    async def _waiting_call(self, tool_call_id: str) -> tuple[ToolCallRecord, str]:
+        """A deferred call of this account and the workflow waiting for its answer.
+
+        Raises:
+            ClientError: an unknown call, one that is not deferred, or one with no workflow.
+        """
         try:
             async with self.deps.sessions() as session:
                 call = await tool_store.get_tool_call(session, self.account_id, tool_call_id)
@@ -558,18 +578,7 @@ class DossierClient:
             raise ClientError(f"tool call {tool_call_id} is {call.status.value}, not waiting for an answer")
         if run is None or run.workflow_id is None:
             raise ClientError(f"tool call {tool_call_id} has no workflow to resume")
-        if call.name == REMEMBER:  # only a confirmation writes the memory: never a bare answer
-            return await self.answer_memory(tool_call_id, confirmed=_confirmation(answer))
-        wants_json = self.deps.catalog.spec(call.name).result_kind == "json"
-        if content_type is None:
-            content_type = "application/json" if wants_json or _parses_as_json(answer) else "text/plain; charset=utf-8"
-        if (wants_json or _is_json(content_type)) and not _parses_as_json(answer):
-            raise InvalidInputError(f"{call.name} expects a JSON answer such as '{{\"path\": \"a.csv\"}}', got "
-                                    f"{answer[:40]!r}{'...' if len(answer) > 40 else ''}")
-        handle = self.temporal.get_workflow_handle(run.workflow_id)
-        await self._check_running(handle, tool_call_id)
-        await self._capture_and_signal(handle, call.id, answer.encode(), content_type)
-        return run.workflow_id
+        return call, run.workflow_id
 
     async def _check_running(self, handle: WorkflowHandle, tool_call_id: str) -> None:
         """Refuse an answer for a turn that has ended, before anything is captured."""
@@ -643,19 +652,13 @@ class DossierClient:
             AnswerRefusedError: the call's turn has ended; nothing was captured or remembered.
         """
         tool_call_id = check_id(tool_call_id, "tool call")
-        try:
-            async with self.deps.sessions() as session:
-                call = await tool_store.get_tool_call(session, self.account_id, tool_call_id)
-                run = await messages.get_model_run(session, self.account_id, call.model_run_id) \
-                    if call.model_run_id else None
-        except NotFoundError as error:
-            raise ClientError(str(error)) from error
+        call, workflow_id = await self._waiting_call(tool_call_id)
         if call.name != REMEMBER:
             raise ClientError(f"tool call {tool_call_id} is {call.name}, not a proposed memory")
-        if call.status is not ToolCallStatus.DEFERRED:
-            raise ClientError(f"tool call {tool_call_id} is {call.status.value}, not waiting for an answer")
-        if run is None or run.workflow_id is None:
-            raise ClientError(f"tool call {tool_call_id} has no workflow to resume")
+        return await self._answer_memory(call, workflow_id, confirmed=confirmed)
+
+    async def _answer_memory(self, call: ToolCallRecord, workflow_id: str, *, confirmed: bool) -> str:
+        """Capture the user's verdict on a waiting ``remember`` call (and the memory, if confirmed); signal."""
         memory_id = remembered_memory_id(call.id)
         answer = {"confirmed": confirmed, "user_memory_id": memory_id if confirmed else None}
 
@@ -665,11 +668,11 @@ class DossierClient:
                 await user_memories.put_user_memory(session, self.account_id, str(call.arguments["text"]),
                                                     privacy=call.privacy, user_memory_id=memory_id)
 
-        handle = self.temporal.get_workflow_handle(run.workflow_id)
-        await self._check_running(handle, tool_call_id)
+        handle = self.temporal.get_workflow_handle(workflow_id)
+        await self._check_running(handle, call.id)
         await self._capture_and_signal(handle, call.id, json.dumps(answer).encode(), "application/json",
                                        also=write if confirmed else None)
-        return run.workflow_id
+        return workflow_id
 
     async def add_memory(self, text: str) -> UserMemoryRecord:
         """Remember a fact about the user of this account; every later context of the account may carry it.
