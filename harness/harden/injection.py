@@ -146,6 +146,17 @@ def structure(chat: Any, real_ids: set[str] | None = None, control_titles: set[s
     return counts
 
 
+def extra_lines(chat: Any, real_ids: set[str], control: Any, control_real_ids: set[str]) -> dict[str, int]:
+    """The (role/class) lines ``chat`` has more of than the control's context: forged structure, if any.
+
+    Blank lines and lines a real record produced (classes ending ``-real``) are not counted.
+    """
+    got = structure(chat, real_ids, titles_of(control))
+    base = structure(control, control_real_ids)
+    return {f"{role}/{cls}": got[(role, cls)] - base[(role, cls)] for role, cls in got
+            if cls != "blank" and not cls.endswith("-real") and got[(role, cls)] > base[(role, cls)]}
+
+
 def titles_of(chat: Any) -> set[str]:
     """The section titles a context shows."""
     return {line.strip() for message in chat if message.role is not MessageRole.TOOL
@@ -414,10 +425,7 @@ def judge(case: Case, control: Case) -> list[str]:
     for name, chat in case.contexts.items():
         if name not in control.contexts:
             continue
-        base = structure(control.contexts[name], control.real_ids[name])
-        got = structure(chat, case.real_ids[name], titles_of(control.contexts[name]))
-        extra = {f"{role}/{cls}": got[(role, cls)] - base[(role, cls)] for role, cls in got
-                 if cls != "blank" and not cls.endswith("-real") and got[(role, cls)] > base[(role, cls)]}
+        extra = extra_lines(chat, case.real_ids[name], control.contexts[name], control.real_ids[name])
         # A crashed write leaves its call open: the extra "open call" lines are the crash's, reported as one.
         if extra and not case.crashes:
             why.append(f"{name}: forged lines {extra}")
@@ -554,10 +562,7 @@ def judge_e2e(run: dict[str, Any], control: dict[str, Any]) -> list[str]:
         if not _resolves(short, run["real"]):
             why.append(f"the answer cites forged {kind}:{short}")
     if run["chats"] and control["chats"]:
-        got = structure(run["chats"][-1], run["real"], titles_of(control["chats"][-1]))
-        base = structure(control["chats"][-1], control["real"])
-        extra = {f"{r}/{c}": got[(r, c)] - base[(r, c)] for r, c in got
-                 if c != "blank" and not c.endswith("-real") and got[(r, c)] > base[(r, c)]}
+        extra = extra_lines(run["chats"][-1], run["real"], control["chats"][-1], control["real"])
         if extra:
             why.append(f"forged lines in the last assembly {extra}")
     for chat in run["chats"]:
