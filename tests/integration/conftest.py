@@ -29,6 +29,7 @@ from dossier.services import Endpoints
 from dossier.services.process import find_binary
 from dossier.services.s3 import client as s3_client
 from dossier.settings import to_asyncpg_url, with_database
+from provider_server import ProviderServer
 from store.artifacts import ArtifactStore
 from store.db import create_engine, create_sessionmaker
 from store.migrate import upgrade
@@ -147,3 +148,10 @@ async def temporal_env() -> AsyncIterator[WorkflowEnvironment]:
         yield env
     finally:
         await env.shutdown()
+
+
+@pytest.fixture
+def server() -> Iterator[ProviderServer]:
+    """A real HTTP server speaking the OpenAI and Anthropic wire formats, answering what a test scripts."""
+    with ProviderServer() as running:
+        yield running

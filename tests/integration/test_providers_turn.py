@@ -9,8 +9,7 @@ the "model" answers and checks the turn, the graph and what went over the wire.
 from __future__ import annotations
 
 import json
-import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import pytest
 from temporalio.client import WorkflowFailureError
@@ -19,11 +18,10 @@ from temporalio.testing import WorkflowEnvironment
 from activities.deps import GraphDeps
 from activities.tools.registry import default_registry
 from dossier.client import DossierClient
-from dossier.runtime import build_worker, model_providers
-from dossier.settings import Settings
 from policy.budget import reduced_budget
 from policy.enums import ToolCallStatus
 from provider_server import ProviderServer, Reply, openai_completion, openai_error, openai_request_problems
+from provider_turns import provider_dossier
 from store import conversations, messages
 from store import tools as tool_store
 from store.assemblies import get_context_assembly
@@ -33,30 +31,11 @@ NO_USAGE = {"input_tokens": None, "output_tokens": None, "cache_read_tokens": No
 
 
 @pytest.fixture
-def server() -> Iterator[ProviderServer]:
-    with ProviderServer() as running:
-        yield running
-
-
-@pytest.fixture
 async def dossier(temporal_env: WorkflowEnvironment, graph_deps: GraphDeps,
                   server: ProviderServer) -> AsyncIterator[DossierClient]:
     """A client and an in-process worker whose ``openai:`` models are the test server."""
-    task_queue = f"dossier-test-{uuid.uuid4().hex[:8]}"
-    async with graph_deps.sessions() as session, session.begin():
-        account_id = await conversations.create_account(session, name="provider test")
-    settings = Settings(temporal_task_queue=task_queue, openai_base_url=server.openai_url,
-                        openai_api_key="sk-test")  # type: ignore[arg-type] - pydantic makes it a SecretStr
-    providers = model_providers(settings)
-    worker = build_worker(temporal_env.client, graph_deps, task_queue=task_queue, providers=providers,
-                          workflow_failure_exception_types=[Exception])
-    client = DossierClient(deps=graph_deps, temporal=temporal_env.client, settings=settings, account_id=account_id,
-                           poll_seconds=0.2)
-    try:
-        async with worker:
-            yield client
-    finally:
-        await providers.aclose()
+    async with provider_dossier(temporal_env, graph_deps, server, "provider test") as client:
+        yield client
 
 
 async def _runs(client: DossierClient, run_ids: tuple[str, ...]) -> list:

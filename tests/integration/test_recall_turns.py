@@ -12,25 +12,23 @@ from __future__ import annotations
 import io
 import json
 import uuid
-from collections.abc import AsyncIterator, Iterator
-from dataclasses import replace
+from collections.abc import AsyncIterator
 
 import pytest
 from minio import Minio
 from temporalio.testing import WorkflowEnvironment
 
 from activities.deps import GraphDeps
-from activities.ingest import ToolOutcome, begin_tool_call, ingest_tool_result, memory_id_for
+from activities.ingest import ToolOutcome, begin_tool_call, ingest_tool_result
 from activities.tools.registry import ToolRegistry, default_registry
 from dossier.client import DossierClient, remembered_memory_id
-from dossier.runtime import build_worker, model_providers
-from dossier.settings import Settings
 from dossier.tools import registered, tool
 from policy.enums import DecisionOutcome, OmissionReason, PrivacyClass, RuntimeKind, ToolCallStatus, VisibilityScope
 from policy.native import native_call_id
 from policy.recall import NOT_FOUND_ANSWER
 from policy.records import canonical_json
 from provider_server import ProviderServer, Reply, openai_completion
+from provider_turns import provider_dossier
 from store import conversations, evidence
 from store import tools as tool_store
 from store.payloads import read_artifact_payload
@@ -48,32 +46,12 @@ async def fetch_note() -> dict:
 
 
 @pytest.fixture
-def server() -> Iterator[ProviderServer]:
-    with ProviderServer() as running:
-        yield running
-
-
-@pytest.fixture
 async def dossier(temporal_env: WorkflowEnvironment, graph_deps: GraphDeps,
                   server: ProviderServer) -> AsyncIterator[DossierClient]:
     """A client and an in-process worker (built-in tools plus ``notes.fetch``) whose model is the test server."""
     registry = ToolRegistry([*default_registry(), registered(fetch_note)])
-    deps = replace(graph_deps, catalog=registry.catalog())
-    task_queue = f"dossier-recall-{uuid.uuid4().hex[:8]}"
-    async with deps.sessions() as session, session.begin():
-        account_id = await conversations.create_account(session, name="recall test")
-    settings = Settings(temporal_task_queue=task_queue, openai_base_url=server.openai_url,
-                        openai_api_key="sk-test")  # type: ignore[arg-type] - pydantic makes it a SecretStr
-    providers = model_providers(settings)
-    worker = build_worker(temporal_env.client, deps, task_queue=task_queue, tools=registry, providers=providers,
-                          workflow_failure_exception_types=[Exception])
-    client = DossierClient(deps=deps, temporal=temporal_env.client, settings=settings, account_id=account_id,
-                           poll_seconds=0.2)
-    try:
-        async with worker:
-            yield client
-    finally:
-        await providers.aclose()
+    async with provider_dossier(temporal_env, graph_deps, server, "recall test", tools=registry) as client:
+        yield client
 
 
 def _calls(*calls: tuple[str, str, dict]) -> Reply:

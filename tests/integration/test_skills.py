@@ -21,7 +21,7 @@ import signal
 import subprocess
 import sys
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -105,12 +105,6 @@ def workspace(tmp_path: Path) -> Path:
     (folder / "notes").mkdir()
     (folder / "notes" / "hostile.csv").write_text(f'note\n"{HOSTILE}"\n', encoding="utf-8")
     return folder
-
-
-@pytest.fixture
-def server() -> Iterator[ProviderServer]:
-    with ProviderServer() as running:
-        yield running
 
 
 def _settings(agents_file: Path, server: ProviderServer, task_queue: str) -> Settings:
