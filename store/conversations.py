@@ -288,16 +288,6 @@ def token_budget(config: Mapping[str, Any]) -> int | None:
 
 
 @translate_errors
-async def participant_tools(session: AsyncSession, account_id: str, participant_id: str) -> tuple[str, ...] | None:
-    """The participant's tool allow-list (see :func:`allowed_tools`).
-
-    Raises:
-        NotFoundError: no such participant in the account.
-    """
-    return allowed_tools(await participant_config(session, account_id, participant_id))
-
-
-@translate_errors
 async def list_participants(session: AsyncSession, account_id: str, conversation_id: str) -> list[ParticipantRecord]:
     """Every participant of a conversation, by creation time (then id).
 
