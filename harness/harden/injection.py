@@ -531,7 +531,7 @@ async def _e2e_run(stack: Stack, client: Any, queue: str, answer: dict[str, str]
     dossier = DossierClient(deps=stack.deps, temporal=client, settings=settings, account_id=account)
     outcome = await dossier.chat("Let me pick the file to review.", model="scripted:picker", wait=False)
     waiting = await dossier.wait_until_waiting(outcome.workflow_id, timeout=120)
-    before = await _account_state(stack, account)
+    before = await account_state(stack, account)
     await dossier.answer(waiting[0], json_.dumps(answer))
     done = await asyncio.wait_for(dossier.wait_turn(outcome), timeout=180)
     async with stack.deps.sessions() as session:
@@ -546,10 +546,10 @@ async def _e2e_run(stack: Stack, client: Any, queue: str, answer: dict[str, str]
     chats = [[ChatMessage(role=MessageRole(m["role"]), content=m.get("content")) for m in messages_]
              for messages_ in stored]
     return {"account": account, "answer": done.answer or "", "tools": names, "chats": chats, "real": real,
-            "state_before": before, "state_after": await _account_state(stack, account)}
+            "state_before": before, "state_after": await account_state(stack, account)}
 
 
-async def _account_state(stack: Stack, account: str) -> dict[str, str]:
+async def account_state(stack: Stack, account: str) -> dict[str, str]:
     state = await _state(stack, account, "")
     return {k: v for k, v in state.items() if not k.startswith("other_")}
 

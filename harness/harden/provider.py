@@ -37,7 +37,7 @@ from sqlalchemy import text
 
 from activities.providers.base import ModelRequest, ModelResponse, ProviderUsage
 from harness.harden.corpus import BENIGN, Payload
-from harness.harden.injection import _account_state, extra_lines, forged_ids
+from harness.harden.injection import account_state, extra_lines, forged_ids
 from harness.harden.report import Figures
 from harness.harden.stack import Stack
 from policy.enums import MessageRole
@@ -107,7 +107,7 @@ async def _turn(stack: Stack, client: Any, queue: str, model: HostileModel) -> _
 
 async def _memory_state(stack: Stack, account: str) -> dict[str, str]:
     """Digests of the account's user memories and skill states (the turn itself adds the participant)."""
-    state = await _account_state(stack, account)
+    state = await account_state(stack, account)
     return {k: v for k, v in state.items() if k in ("user_memories", "skill_states")}
 
 
