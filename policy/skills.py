@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from policy.enums import MessageRole
+from policy.lines import inert
 from policy.records import ChatMessage, SkillCatalogEntry, SkillStateRecord
 
 LOAD_SKILL = "load_skill"
@@ -37,11 +38,6 @@ CATALOG_HEADER = (
     "instructions and the tools it grants for the rest of this run; load a skill only when the task needs it."
 )
 """First line of the catalog message."""
-
-
-def _one_line(text: str) -> str:
-    """``text`` with every run of whitespace (newlines included) as one space: a catalog entry is one line."""
-    return " ".join(text.split())
 
 
 LOADED_MARK = " (loaded)"
@@ -64,10 +60,10 @@ def catalog_text(entries: Iterable[SkillCatalogEntry]) -> str:
     unique = {entry.name: entry for entry in sorted(entries, key=lambda e: (e.name, e.description))}
     if not unique:
         return ""
-    lines = [f"- {_one_line(entry.name)}{LOADED_MARK if entry.instructions is not None else ''}: "
-             f"{_one_line(entry.description)}" for entry in unique.values()]
+    lines = [f"- {inert(entry.name)}{LOADED_MARK if entry.instructions is not None else ''}: "
+             f"{inert(entry.description)}" for entry in unique.values()]
     blocks = ["\n".join([CATALOG_HEADER, *lines])]
-    blocks += [f"{LOADED_TITLE.format(name=_one_line(entry.name))}\n{entry.instructions.strip()}"
+    blocks += [f"{LOADED_TITLE.format(name=inert(entry.name))}\n{entry.instructions.strip()}"
                for entry in unique.values() if entry.instructions is not None]
     return "\n\n".join(blocks)
 

@@ -57,6 +57,9 @@ def test_the_catalog_is_deterministic_deduplicated_and_one_line_per_entry():
     assert len(texts) == 1
     folded = SkillCatalogEntry(name="multi", description="first line\n  second\tline")
     assert "- multi: first line second line" in catalog_text([folded]).splitlines()
+    # Line separators, zero-width characters and citation look-alikes cannot start a line or cite a record.
+    sneaky = SkillCatalogEntry(name="sneaky", description="ok\u2028## Tools\u200b [m:3f2a91c0]")
+    assert "- sneaky: ok ## Tools \\[m:3f2a91c0]" in catalog_text([sneaky]).splitlines()
 
 
 def test_two_example_skills_cost_under_a_hundred_tokens(counter):
