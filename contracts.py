@@ -46,6 +46,9 @@ class ActivityName(StrEnum):
     PROMOTE_CHILD = "promote_child"
     WRITE_CHECKPOINT = "write_checkpoint"
     WRITE_SCHEDULED_PROMPT = "write_scheduled_prompt"
+    COLLECT_RETENTION = "collect_retention"
+    PLAN_ACCOUNT_DELETION = "plan_account_deletion"
+    DELETE_ACCOUNT_STEP = "delete_account_step"
 
 
 class WorkflowName(StrEnum):
@@ -57,6 +60,8 @@ class WorkflowName(StrEnum):
     PARENT_RESUME = "ParentResume"
     DISCUSSION = "Discussion"
     SCHEDULED_JOB = "ScheduledJob"
+    RETENTION = "Retention"
+    DELETE_ACCOUNT = "DeleteAccount"
 
 
 ANSWER_TOOL_SIGNAL = "answer_tool"
@@ -355,6 +360,71 @@ class ScheduledJobInput(Contract):
     """Start-to-close timeout of each model call (``None``: the workflows' default, 10 minutes)."""
 
 
+class RetentionRunInput(Contract):
+    """One garbage-collection run (what the retention schedule starts)."""
+
+    now: datetime | None = None
+    """The logical time rules are applied at (``None``: the workflow's own time)."""
+    batch_size: int = Field(default=200, gt=0, le=5000)
+    """Rows per activity."""
+
+
+class RetentionBatchInput(Contract):
+    """One bounded batch of one record kind."""
+
+    kind: Literal["artifact", "memory", "trace"]
+    now: datetime
+    after_id: str | None = None
+    """The cursor: ids greater than this one."""
+    batch_size: int = Field(default=200, gt=0, le=5000)
+
+
+class RetentionBatchResult(Contract):
+    """What one batch did (counts only)."""
+
+    last_id: str | None = None
+    done: bool = True
+    scanned: int = 0
+    actions: dict[str, int] = Field(default_factory=dict)
+
+
+class RetentionRunResult(Contract):
+    """What a whole run did: rows per ``kind:action``."""
+
+    now: datetime
+    actions: dict[str, int] = Field(default_factory=dict)
+
+
+class AccountDeletionInput(Contract):
+    """Delete every row and object of an account."""
+
+    account_id: str
+    batch_size: int = Field(default=500, gt=0, le=5000)
+    """Rows or objects per activity."""
+    plan: list[str] | None = None
+    """Where a continued run resumes: the steps (from the first run's plan), the current one first."""
+    rows_deleted: int = 0
+    objects_deleted: int = 0
+
+
+class AccountDeletionStepInput(Contract):
+    """One bounded step of an account deletion (see :func:`store.account_deletion.deletion_plan`)."""
+
+    account_id: str
+    step: str
+    batch_size: int = Field(default=500, gt=0, le=5000)
+    rows_deleted: int = 0
+    """Totals so far (written by the tombstone step)."""
+    objects_deleted: int = 0
+
+
+class AccountDeletionResult(Contract):
+    """What the deletion removed."""
+
+    rows_deleted: int = 0
+    objects_deleted: int = 0
+
+
 CheckpointInput.model_rebuild()
 
 __all__ = [
@@ -363,6 +433,9 @@ __all__ = [
     "MAX_SCHEDULE_PROMPT_CHARS",
     "STATUS_QUERY",
     "TASK_QUEUE",
+    "AccountDeletionInput",
+    "AccountDeletionResult",
+    "AccountDeletionStepInput",
     "ActivityName",
     "AnswerToolInput",
     "AssembleInput",
@@ -382,6 +455,10 @@ __all__ = [
     "ScheduledJobInput",
     "ScheduledPromptInput",
     "Scope",
+    "RetentionBatchInput",
+    "RetentionBatchResult",
+    "RetentionRunInput",
+    "RetentionRunResult",
     "RuntimeKind",
     "SubagentBatchInput",
     "SubagentBatchResult",

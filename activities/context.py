@@ -19,7 +19,9 @@ from policy.records import CandidateSet, GenerationBoundary, PolicyDecisionRecor
 from policy.rehydration import RAW_HASH_MISMATCH_TEXT, RAW_MISSING_TEXT
 from store.assemblies import previous_assembly, save_context_assembly
 from store.candidates import load_candidates
-from store.errors import ArtifactIntegrityError, ArtifactNotFoundError
+from policy.retention import RecordKind, effective_rule
+from store.retention import participant_retention, set_retention
+from store.errors import ArtifactIntegrityError, ArtifactNotFoundError, ArtifactRetainedError
 from store.payloads import read_artifact_payload
 from store.records import AssemblyTimings
 
@@ -66,6 +68,8 @@ async def read_planned_payloads(
             for artifact_id in dict.fromkeys(missing):
                 try:
                     cache[artifact_id] = await read_artifact_payload(session, deps.artifacts, account_id, artifact_id)
+                except ArtifactRetainedError as error:  # removed on purpose: say so, not "missing"
+                    unavailable[artifact_id] = error.reason
                 except ArtifactNotFoundError:
                     unavailable[artifact_id] = RAW_MISSING_TEXT
                 except ArtifactIntegrityError:
@@ -142,4 +146,8 @@ async def assemble_context(
             timings,
             assembly_id=assembly_id,
         )
+        # The trace (its stored messages) is kept as the participant's agent says; a tool has no say in it.
+        agent = await participant_retention(session, boundary.account_id, boundary.participant_id)
+        await set_retention(session, boundary.account_id, RecordKind.TRACE, saved_id,
+                            effective_rule(RecordKind.TRACE, None, agent))
     return AssembledContext(assembly_id=saved_id, result=result, candidates=candidates, timings=timings)

@@ -34,7 +34,9 @@ from policy.derive import decode_payload, derive_memory, memory_record
 from policy.enums import PrivacyClass, PromotionPolicy, RuntimeKind, ToolCallStatus, VisibilityScope, at_least
 from policy.links import links_for
 from policy.records import ArtifactRecord, ToolCallRecord, ToolMemoryRecord
+from policy.retention import RecordKind, effective_rule
 from policy.tools import default_visibility
+from store import retention as retention_store
 from store import tool_memories
 from store import tools as tool_store
 from store.branches import get_branch, load_lineage
@@ -362,6 +364,9 @@ async def _capture(
         privacy=privacy,
         visibility=visibility,
     )
+    agent = await retention_store.participant_retention(session, account_id, call.participant_id)
+    await retention_store.set_retention(session, account_id, RecordKind.ARTIFACT, artifact.id,
+                                        effective_rule(RecordKind.ARTIFACT, spec.retention, agent))
     await tool_store.update_tool_call(
         session,
         account_id,
@@ -395,7 +400,11 @@ async def _derive(
     supersedes, conflicts = links_for(draft, artifact, lineage, related, statuses)
     memory = memory_record(draft, artifact, memory_id=memory_id_for(artifact.id), supersedes=supersedes,
                            conflicts_with=conflicts)
-    return await tool_memories.insert_tool_memory(session, account_id, conversation_id, memory)
+    stored = await tool_memories.insert_tool_memory(session, account_id, conversation_id, memory)
+    agent = await retention_store.participant_retention(session, account_id, artifact.owner_participant_id)
+    await retention_store.set_retention(session, account_id, RecordKind.MEMORY, stored.id,
+                                        effective_rule(RecordKind.MEMORY, spec.retention, agent))
+    return stored
 
 
 async def _stored_memory(

@@ -15,7 +15,7 @@ from policy.enums import ResolutionStatus
 from policy.records import ArtifactRecord, ToolMemoryRecord
 from store import tool_memories as memory_store
 from store.candidates import load_candidates
-from store.errors import ArtifactIntegrityError, ArtifactNotFoundError
+from store.errors import ArtifactIntegrityError, ArtifactNotFoundError, ArtifactRetainedError
 from store.payloads import read_artifact_payload
 
 
@@ -31,6 +31,8 @@ async def _source_state(
         try:
             async with deps.sessions() as session:
                 await read_artifact_payload(session, deps.artifacts, account_id, artifact.id)
+        except ArtifactRetainedError:
+            return ResolutionStatus.RESOLVED  # retention removed the bytes on purpose; the row still says what they were
         except ArtifactIntegrityError:
             return ResolutionStatus.HASH_MISMATCH
         return ResolutionStatus.RESOLVED

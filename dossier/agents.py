@@ -13,6 +13,7 @@ Each ``[agents.NAME]`` table defines one agent::
     token_budget = 16000
     route = { allowed = ["public", "user"], raw_allowed = ["public"] }
     endpoint = { base_url = "http://127.0.0.1:11434/v1", api_key_env = "OLLAMA_API_KEY" }
+    retention = { artifacts = { kind = "delete", after_days = 30 }, traces = { kind = "redact", after_days = 7 } }
 
     [agents.analyst.mcp_servers.time]                   # its tools are offered as mcp.time.<tool>
     transport = "stdio"                                 # or "http" with url = "http://127.0.0.1:8000/mcp"
@@ -66,6 +67,7 @@ from activities.tools.mcp_config import PREFIX as MCP_PREFIX
 from activities.tools.mcp_config import SEGMENT as MCP_NAME
 from activities.tools.mcp_config import McpServerConfig, passed_env
 from policy.enums import STRICTEST_PRIVACY, FreshnessClass, PrivacyClass
+from policy.retention import RetentionSpec
 
 DEFAULT_AGENTS_FILE = "agents.toml"
 """Looked for in the working directory when ``DOSSIER_AGENTS_FILE`` is unset."""
@@ -217,6 +219,9 @@ class AgentDefinition(_Strict):
     token_budget: int | None = Field(default=None, gt=0)
     route: Route | None = None
     endpoint: Endpoint | None = None
+    retention: RetentionSpec | None = None
+    """Overrides the tools' retention for this agent's artifacts and memories, and sets its
+    assembly traces' (``[agents.NAME.retention]`` with ``artifacts``, ``memories``, ``traces``)."""
 
     @field_validator("model")
     @classmethod

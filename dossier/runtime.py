@@ -46,6 +46,7 @@ from activities.skills import SkillLibrary, load_skills
 from activities.tools.base import RegisteredTool
 from activities.tools.registry import ToolRegistry, default_registry
 from activities.turns import TurnActivities
+from activities.retention import RetentionActivities
 from dossier.agents import AgentsFile, agents_for
 from dossier.services import DEFAULT_SERVICES, Endpoints, ensure_services
 from dossier.settings import Settings
@@ -352,7 +353,7 @@ def build_worker(
         client,
         task_queue=task_queue,
         workflows=ALL_WORKFLOWS,
-        activities=activities.all(),
+        activities=[*activities.all(), *RetentionActivities(deps).all()],
         workflow_failure_exception_types=list(workflow_failure_exception_types),
     )
 

@@ -17,6 +17,7 @@ from policy.enums import STRICTEST_PRIVACY, FreshnessClass, PrivacyClass, Runtim
 from pydantic import Field
 
 from policy.records import Record
+from policy.retention import RetentionSpec
 
 ResultKind = Literal["auto", "csv", "json", "search", "text", "file"]
 
@@ -43,6 +44,9 @@ class ToolSpec(Record):
     a nested object's or a list item's field); others follow by rank."""
     summary_chars: int | None = Field(default=None, ge=40)
     """Character budget of this tool's summaries (``None``: the default budget)."""
+    retention: RetentionSpec | None = None
+    """How long its artifacts and memories are kept, and what happens then
+    (:mod:`policy.retention`; ``None``: keep). An agent's override wins."""
 
 
 class ToolCatalog(Record):

@@ -411,6 +411,55 @@ class ArtifactStore:
         spool.seek(0)
         return spool  # type: ignore[return-value]
 
+    async def put_at(self, account_id: str, key: str, data: bytes, *,
+                     content_type: str = "application/octet-stream") -> ObjectRef:
+        """Store ``data`` under a key of the account's own choosing (the retention archive prefix).
+
+        Args:
+            account_id: the owning account; ``key`` must be under its prefix.
+            key: the object key.
+            data: the payload.
+            content_type: its MIME type.
+
+        Returns:
+            The object's reference.
+
+        Raises:
+            ArtifactNotFoundError: ``key`` lies outside the account's prefix.
+            ArtifactStoreUnavailableError: the endpoint failed (retry).
+        """
+        self._check_account(account_id, key)
+        digest = hashlib.sha256(data).hexdigest()
+
+        def upload() -> None:
+            self._client.put_object(self.bucket, key, io.BytesIO(data), length=len(data), content_type=content_type,
+                                    metadata={META_SHA256: digest, META_ACCOUNT: account_id}, part_size=PART_SIZE)
+
+        await self._call(upload, key)
+        return ObjectRef(key=key, sha256=digest, size=len(data), content_type=content_type)
+
+    async def list_keys(self, account_id: str, *, limit: int = 1000) -> list[str]:
+        """Up to ``limit`` object keys under the account's prefix (live and archived), in key order.
+
+        Args:
+            account_id: the account.
+            limit: the most keys returned.
+
+        Returns:
+            The keys.
+        """
+        prefix = f"accounts/{account_id}/"
+
+        def keys() -> list[str]:
+            found: list[str] = []
+            for entry in self._client.list_objects(self.bucket, prefix=prefix, recursive=True):
+                found.append(entry.object_name)
+                if len(found) >= limit:
+                    break
+            return found
+
+        return await self._call(keys)
+
     # ------------------------------------------------------------------ deletes
 
     async def delete(self, account_id: str, key: str) -> None:

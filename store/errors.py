@@ -12,6 +12,7 @@
     │   └── ArtifactStoreUnavailableError   (also an ArtifactStoreError)
     └── ArtifactStoreError
         ├── ArtifactNotFoundError          no object under the key
+        │   └── ArtifactRetainedError      retention archived or removed the raw bytes on purpose
         ├── ArtifactIntegrityError         the object's bytes do not hash to the expected sha256
         ├── PayloadTooLargeError           a payload over the configured maximum
         └── ArtifactStoreUnavailableError  the S3 endpoint failed or is unreachable
@@ -104,6 +105,20 @@ class ArtifactNotFoundError(ArtifactStoreError):
         self.key = key
 
 
+class ArtifactRetainedError(ArtifactNotFoundError):
+    """Retention archived or removed an artifact's raw bytes: the row stays, the bytes are not served.
+
+    Attributes:
+        key: ``retained:<artifact id>``.
+        reason: why, as rehydration reports it (:data:`policy.retention.RAW_ARCHIVED_REASON`...).
+    """
+
+    def __init__(self, artifact_id: str, reason: str) -> None:
+        super().__init__(f"retained:{artifact_id}")
+        self.args = (f"artifact {artifact_id}: {reason}",)
+        self.reason = reason
+
+
 class ArtifactIntegrityError(ArtifactStoreError):
     """The stored bytes do not hash to the sha256 they were stored under.
 
@@ -131,6 +146,7 @@ class ArtifactStoreUnavailableError(ArtifactStoreError, TransientStoreError):
 __all__ = [
     "ArtifactIntegrityError",
     "ArtifactNotFoundError",
+    "ArtifactRetainedError",
     "ArtifactStoreError",
     "ArtifactStoreUnavailableError",
     "BranchCycleError",

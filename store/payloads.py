@@ -18,9 +18,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from policy.enums import PrivacyClass, at_least
 from policy.records import ArtifactRecord, canonical_json
+from policy.retention import RAW_ARCHIVED_REASON, RAW_REDACTED_REASON, RetentionState
 from store._sql import translate_errors
 from store.artifacts import ArtifactStore
-from store.errors import ArtifactIntegrityError, NotFoundError
+from store.errors import ArtifactIntegrityError, ArtifactRetainedError, NotFoundError
 from store.models import ToolArtifact, ToolCall
 from store.tools import INLINE_PAYLOAD_MAX, ArtifactCapture, get_artifact_for_tool_call, insert_artifact
 
@@ -110,6 +111,7 @@ async def read_artifact_payload(
     Raises:
         NotFoundError: no such artifact in the account.
         ArtifactNotFoundError: the S3 object is missing.
+        ArtifactRetainedError: retention archived or removed the bytes (an ``ArtifactNotFoundError``).
         ArtifactIntegrityError: the bytes do not match the recorded hash.
     """
     row = (
@@ -119,11 +121,15 @@ async def read_artifact_payload(
                 ToolArtifact.storage_key,
                 ToolArtifact.sha256,
                 ToolArtifact.inline_payload,
+                ToolArtifact.retention_state,
             ).where(ToolArtifact.account_id == account_id, ToolArtifact.id == artifact_id)
         )
     ).first()
     if row is None:
         raise NotFoundError("artifact", artifact_id)
+    if row.retention_state != RetentionState.LIVE.value:
+        reason = RAW_ARCHIVED_REASON if row.retention_state == RetentionState.ARCHIVED.value else RAW_REDACTED_REASON
+        raise ArtifactRetainedError(artifact_id, reason)
     if row.storage == "inline":
         payload = bytes(row.inline_payload)
         actual = hashlib.sha256(payload).hexdigest()

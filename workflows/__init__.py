@@ -2,7 +2,7 @@
 
 One workflow per module: ``turn`` (the agent turn every mode is built from),
 ``multi_model``, ``subagents``, ``parent_resume``, ``discussion`` and
-``scheduled_job``; ``options`` holds the timeouts and retry policies they
+``scheduled_job``, ``retention`` (garbage collection and account deletion); ``options`` holds the timeouts and retry policies they
 share. They import :mod:`contracts` and nothing else of the project: activity
 names come from :class:`contracts.ActivityName`, never from the activities.
 
@@ -12,6 +12,7 @@ names come from :class:`contracts.ActivityName`, never from the activities.
 from workflows.discussion import DiscussionWorkflow
 from workflows.multi_model import MultiModelTurnWorkflow
 from workflows.parent_resume import ParentResumeWorkflow
+from workflows.retention import DeleteAccountWorkflow, RetentionWorkflow
 from workflows.scheduled_job import ScheduledJobWorkflow
 from workflows.subagents import SubagentBatchWorkflow
 from workflows.turn import AgentTurnWorkflow
@@ -23,14 +24,18 @@ ALL_WORKFLOWS = [
     ParentResumeWorkflow,
     DiscussionWorkflow,
     ScheduledJobWorkflow,
+    RetentionWorkflow,
+    DeleteAccountWorkflow,
 ]
 
 __all__ = [
     "ALL_WORKFLOWS",
     "AgentTurnWorkflow",
+    "DeleteAccountWorkflow",
     "DiscussionWorkflow",
     "MultiModelTurnWorkflow",
     "ParentResumeWorkflow",
+    "RetentionWorkflow",
     "ScheduledJobWorkflow",
     "SubagentBatchWorkflow",
 ]

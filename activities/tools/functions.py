@@ -25,7 +25,7 @@ from __future__ import annotations
 import inspect
 import re
 import typing
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from datetime import timedelta
 from types import ModuleType
 from typing import Any
@@ -35,6 +35,7 @@ import pydantic_core
 
 from activities.tools.base import RegisteredTool, ToolArgumentError, ToolContext, ToolResult
 from policy.enums import FreshnessClass, PrivacyClass
+from policy.retention import RetentionSpec
 from policy.tools import ResultKind, ToolSpec
 
 MARK = "__dossier_tool__"
@@ -62,6 +63,7 @@ def function_tool(
     max_attempts: int = 3,
     timeout_seconds: float = 60.0,
     heartbeat_seconds: float | None = None,
+    retention: RetentionSpec | Mapping[str, Any] | None = None,
 ) -> RegisteredTool:
     """The tool an ``async def`` describes.
 
@@ -83,6 +85,8 @@ def function_tool(
         max_attempts: Temporal attempts before the call fails for good.
         timeout_seconds: start-to-close timeout of one attempt.
         heartbeat_seconds: heartbeat timeout for long tools.
+        retention: how long its artifacts and memories are kept (:class:`~policy.retention.RetentionSpec`,
+            or a mapping like ``{"artifacts": {"kind": "delete", "after_days": 30}}``; default: keep).
 
     Returns:
         The registered tool (give it to a :class:`~activities.tools.registry.ToolRegistry`).
@@ -108,6 +112,7 @@ def function_tool(
         revalidate_with=(revalidate_with,) if isinstance(revalidate_with, str) else tuple(revalidate_with),
         key_args=tuple(key_args) if key_args is not None else None, retry_critical=retry_critical,
         summary_fields=tuple(summary_fields), summary_chars=summary_chars,
+        retention=RetentionSpec.model_validate(retention) if retention is not None else None,
     )
     run = None if deferred else _runner(fn, model, context_parameter)
     return RegisteredTool(spec=spec, description=description or _summary(doc) or spec.name, parameters=schema,

@@ -11,10 +11,12 @@ Tables::
                  ├── context_assemblies ── policy_decisions
                  └── evidence_requests (a model's recalls, per tool call)
     user_memories (per account)
+    account_deletions (tombstones of deleted accounts: no account_id, no user data)
 """
 
 from store.models.assemblies import ContextAssembly, PolicyDecision
 from store.models.base import Base
+from store.models.deletions import AccountDeletion
 from store.models.evidence import EvidenceRequest
 from store.models.graph import Account, Branch, Conversation, Message, ModelRun, Participant
 from store.models.memory import ContinuationCheckpoint, SkillState, ToolMemory, UserMemory
@@ -25,6 +27,7 @@ metadata = Base.metadata
 
 __all__ = [
     "Account",
+    "AccountDeletion",
     "Base",
     "Branch",
     "ContextAssembly",

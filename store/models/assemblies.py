@@ -6,12 +6,14 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Double, Index, PrimaryKeyConstraint, UniqueConstraint, text
+from sqlalchemy import CheckConstraint, Double, Index, PrimaryKeyConstraint, UniqueConstraint, text
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Mapped, mapped_column
 
 from policy.enums import DecisionOutcome, OmissionReason, RuntimeKind
+from policy.retention import RetentionClass, RetentionState
 from store.models.base import (
+    RETENTION_DUE_SQL,
     Base,
     account_column,
     created_at_column,
@@ -27,6 +29,9 @@ class ContextAssembly(Base):
 
     __tablename__ = "context_assemblies"
     __table_args__ = (
+        enum_check("retention", RetentionClass),
+        enum_check("retention_state", RetentionState),
+        CheckConstraint("retention_days >= 0", name="retention_days"),
         UniqueConstraint("account_id", "conversation_id", "id"),
         node_fk("branch_id", "branches"),
         node_fk("participant_id", "participants"),
@@ -39,6 +44,7 @@ class ContextAssembly(Base):
             "created_at",
         ),
         Index("ix_context_assemblies_account_id_model_run_id", "account_id", "model_run_id"),
+        Index("ix_context_assemblies_retention_due", "created_at", postgresql_where=text(RETENTION_DUE_SQL)),
         Index("ix_context_assemblies_account_id_branch_id", "account_id", "branch_id"),
         # The previous assembly of a participant on a branch: what its next call's epoch continues.
         Index("ix_context_assemblies_participant_latest", "account_id", "branch_id", "participant_id",
@@ -77,6 +83,12 @@ class ContextAssembly(Base):
     policy_ms: Mapped[float] = mapped_column(Double, server_default=text("0"))
     serialise_ms: Mapped[float] = mapped_column(Double, server_default=text("0"))
     created_at: Mapped[datetime] = created_at_column()
+    retention: Mapped[str] = mapped_column(server_default=RetentionClass.KEEP.value)
+    """Retention class (:mod:`policy.retention`), set when the row is written."""
+    retention_days: Mapped[int] = mapped_column(server_default=text("0"))
+    """Days after ``created_at`` the class applies."""
+    retention_state: Mapped[str] = mapped_column(server_default=RetentionState.LIVE.value)
+    """What retention has done to the row so far."""
 
 
 class PolicyDecision(Base):

@@ -146,3 +146,7 @@ def node_fk(column: str, target: str, **kwargs: Any) -> ForeignKeyConstraint:
 
 LIVE_SCOPE_SQL = "visibility = 'conversation' OR cardinality(shared_with) > 0"
 """Predicate of the partial indexes over records visible beyond their lineage."""
+
+
+RETENTION_DUE_SQL = "retention <> 'keep'"
+"""Predicate of the partial indexes a retention collection scans: rows some class may still apply to."""

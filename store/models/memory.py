@@ -17,8 +17,10 @@ from policy.enums import (
     RuntimeKind,
     VisibilityScope,
 )
+from policy.retention import RetentionClass, RetentionState
 from store.models.base import (
     LIVE_SCOPE_SQL,
+    RETENTION_DUE_SQL,
     Base,
     account_column,
     created_at_column,
@@ -37,6 +39,9 @@ class ToolMemory(Base):
 
     __tablename__ = "tool_memories"
     __table_args__ = (
+        enum_check("retention", RetentionClass),
+        enum_check("retention_state", RetentionState),
+        CheckConstraint("retention_days >= 0", name="retention_days"),
         node_fk("branch_id", "branches"),
         node_fk("owner_participant_id", "participants"),
         node_fk("model_run_id", "model_runs"),
@@ -54,6 +59,7 @@ class ToolMemory(Base):
         Index("ix_tool_memories_facts", text("(payload -> 'facts')"), postgresql_using="gin",
               postgresql_where=text("superseded_by IS NULL")),
         Index("ix_tool_memories_account_id_model_run_id", "account_id", "model_run_id"),
+        Index("ix_tool_memories_retention_due", "created_at", postgresql_where=text(RETENTION_DUE_SQL)),
     )
 
     id: Mapped[str] = id_column(primary_key=True)
@@ -94,6 +100,12 @@ class ToolMemory(Base):
     promotion: Mapped[str] = mapped_column(server_default=PromotionPolicy.NONE.value)
     promoted_from: Mapped[list[str]] = id_array_column()
     created_at: Mapped[datetime] = created_at_column()
+    retention: Mapped[str] = mapped_column(server_default=RetentionClass.KEEP.value)
+    """Retention class (:mod:`policy.retention`), set when the row is written."""
+    retention_days: Mapped[int] = mapped_column(server_default=text("0"))
+    """Days after ``created_at`` the class applies."""
+    retention_state: Mapped[str] = mapped_column(server_default=RetentionState.LIVE.value)
+    """What retention has done to the row so far."""
 
 
 class UserMemory(Base):

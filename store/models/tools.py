@@ -15,8 +15,10 @@ from sqlalchemy import CheckConstraint, Index, LargeBinary, UniqueConstraint, te
 from sqlalchemy.orm import Mapped, mapped_column
 
 from policy.enums import PrivacyClass, PromotionPolicy, RuntimeKind, ToolCallStatus, VisibilityScope
+from policy.retention import RetentionClass, RetentionState
 from store.models.base import (
     LIVE_SCOPE_SQL,
+    RETENTION_DUE_SQL,
     Base,
     account_column,
     created_at_column,
@@ -93,6 +95,9 @@ class ToolArtifact(Base):
 
     __tablename__ = "tool_artifacts"
     __table_args__ = (
+        enum_check("retention", RetentionClass),
+        enum_check("retention_state", RetentionState),
+        CheckConstraint("retention_days >= 0", name="retention_days"),
         UniqueConstraint("tool_call_id"),
         node_fk("tool_call_id", "tool_calls"),
         node_fk("branch_id", "branches"),
@@ -105,7 +110,9 @@ class ToolArtifact(Base):
         enum_check("promotion", PromotionPolicy),
         enum_check("storage", ("inline", "object")),
         CheckConstraint(
-            "(storage = 'inline' AND inline_payload IS NOT NULL)"
+            # Retention may remove the bytes (redact, hash-only) or move them (archive): only a live row must hold them.
+            "retention_state <> 'live'"
+            " OR (storage = 'inline' AND inline_payload IS NOT NULL)"
             " OR (storage = 'object' AND storage_key IS NOT NULL)",
             name="payload_location",
         ),
@@ -114,6 +121,7 @@ class ToolArtifact(Base):
         Index("ix_tool_artifacts_scope", "account_id", "conversation_id", "seq", postgresql_where=text(LIVE_SCOPE_SQL)),
         Index("ix_tool_artifacts_account_id_sha256", "account_id", "sha256"),
         Index("ix_tool_artifacts_account_id_model_run_id", "account_id", "model_run_id"),
+        Index("ix_tool_artifacts_retention_due", "created_at", postgresql_where=text(RETENTION_DUE_SQL)),
     )
 
     id: Mapped[str] = id_column(primary_key=True)
@@ -154,3 +162,9 @@ class ToolArtifact(Base):
     captured_at: Mapped[datetime]
     promotion: Mapped[str] = mapped_column(server_default=PromotionPolicy.NONE.value)
     created_at: Mapped[datetime] = created_at_column()
+    retention: Mapped[str] = mapped_column(server_default=RetentionClass.KEEP.value)
+    """Retention class (:mod:`policy.retention`), set when the row is written."""
+    retention_days: Mapped[int] = mapped_column(server_default=text("0"))
+    """Days after ``created_at`` the class applies."""
+    retention_state: Mapped[str] = mapped_column(server_default=RetentionState.LIVE.value)
+    """What retention has done to the row so far."""

@@ -16,6 +16,7 @@ import pytest
 from temporalio import activity, workflow
 
 import contracts
+from activities.retention import RetentionActivities
 from activities.turns import TurnActivities
 from contracts import ActivityName, Contract, Scope, ToolCallInput, TurnInput, WorkflowName
 from workflows import ALL_WORKFLOWS
@@ -52,7 +53,7 @@ def test_every_boundary_model_is_named_input_or_result() -> None:
 
 
 def _registered_activity_names() -> list[str]:
-    methods = [getattr(TurnActivities, name) for name in dir(TurnActivities)]
+    methods = [getattr(cls, name) for cls in (TurnActivities, RetentionActivities) for name in dir(cls)]
     return [activity._Definition.from_callable(m).name for m in methods
             if callable(m) and activity._Definition.from_callable(m) is not None]
 

@@ -1,0 +1,68 @@
+"""Retention and account deletion: the activities, each one bounded, repeatable step.
+
+``collect_retention`` applies the retention rules to one batch of one record
+kind (:func:`store.retention.collect_batch`); ``plan_account_deletion`` and
+``delete_account_step`` delete an account step by step
+(:mod:`store.account_deletion`). Every activity is idempotent: a retry after
+a killed worker repeats a step that finds its work done, or finishes it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from temporalio import activity
+
+from activities.deps import GraphDeps
+from activities.ingest import memory_id_for
+from contracts import (
+    AccountDeletionStepInput,
+    ActivityName,
+    RetentionBatchInput,
+    RetentionBatchResult,
+)
+from policy.retention import RecordKind
+from store import account_deletion
+from store.retention import collect_batch
+
+
+@dataclass
+class RetentionActivities:
+    """The retention and deletion activities over the graph and the bucket."""
+
+    deps: GraphDeps
+
+    @activity.defn(name=ActivityName.COLLECT_RETENTION)
+    async def collect_retention(self, batch: RetentionBatchInput) -> RetentionBatchResult:
+        """Apply the retention rules to one batch of one record kind."""
+        done = await collect_batch(self.deps.sessions, self.deps.artifacts, RecordKind(batch.kind), batch.now,
+                                   after_id=batch.after_id, limit=batch.batch_size, own_memory_id=memory_id_for)
+        if done.actions:
+            activity.logger.info("retention %s: %s", batch.kind, done.actions)
+        return RetentionBatchResult(last_id=done.last_id, done=done.done, scanned=done.scanned,
+                                    actions=done.actions)
+
+    @activity.defn(name=ActivityName.PLAN_ACCOUNT_DELETION)
+    async def plan_account_deletion(self, account_id: str) -> list[str]:
+        """The steps of an account deletion, in order (recorded in the workflow's history)."""
+        return account_deletion.deletion_plan()
+
+    @activity.defn(name=ActivityName.DELETE_ACCOUNT_STEP)
+    async def delete_account_step(self, step: AccountDeletionStepInput) -> int:
+        """Run one bounded step; returns rows or objects removed (fewer than the batch size: step done)."""
+        if step.step == account_deletion.OBJECTS_STEP:
+            return await account_deletion.delete_objects(self.deps.artifacts, step.account_id, step.batch_size)
+        async with self.deps.sessions() as session, session.begin():
+            if step.step == account_deletion.TOMBSTONE_STEP:
+                await account_deletion.write_tombstone(session, step.account_id, step.rows_deleted,
+                                                       step.objects_deleted)
+                return 0
+            return await account_deletion.delete_rows(session, step.account_id, step.step, step.batch_size)
+
+    def all(self) -> list[Any]:
+        """Every activity, for ``Worker(activities=...)``."""
+        return [self.collect_retention, self.plan_account_deletion, self.delete_account_step]
+
+
+__all__ = ["RetentionActivities"]

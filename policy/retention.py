@@ -1,0 +1,213 @@
+"""Retention: what a retention class does to a stored record, and when.
+
+Every artifact, tool memory and context assembly (its stored messages: the
+assembly *trace*) carries a :class:`RetentionRule`, set when it is written
+from the tool's spec (:attr:`policy.tools.ToolSpec.retention`) or, when the
+agent declares one, the agent's override (:class:`RetentionSpec` in the agents
+file). A garbage-collection run (``dossier retention run``) asks
+:func:`retention_action` what the rule does to each record at its logical
+``now`` and applies the answer in the store. Pure: no clock, no I/O.
+
+The classes, for an artifact (the raw tool result):
+
+* ``keep``: never collected.
+* ``archive``: after N days the bytes move to the archive prefix
+  (``archive/accounts/<account>/sha256/<hex>``, for a colder storage class)
+  and the row is marked ``archived``; rehydration then reports the raw result
+  unavailable, naming the reason (``raw archived by retention``). The bytes
+  are still there for an operator, not for a model.
+* ``redact``: after N days the raw bytes and arguments are deleted; the row
+  (sha256, size, provenance) and the memory's compact text stay, so the
+  memory still cites a row that says what happened to its evidence.
+* ``hash_only``: after N days the raw bytes and arguments are deleted; sha256
+  and size stay (proof of what was seen, nothing of it).
+* ``delete``: after N days the row and its bytes are deleted; every memory
+  that cites it is marked ``missing_source``, never left pointing at nothing.
+
+For a tool memory, ``redact`` and ``hash_only`` replace its text and payload
+(the title, summary, payload and limitations) with a marker, keeping its
+provenance and links; ``hash_only`` also keeps the sha256 of what was removed;
+``delete`` deletes the row; ``archive`` keeps it (memories are small and live
+in Postgres). For an assembly trace, every class but ``keep`` drops the stored
+provider messages after N days while the decisions, counts and content hash
+stay: such an assembly is no longer replayable byte for byte, and says so
+(``trace_state``).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from enum import StrEnum
+
+from pydantic import Field, model_validator
+
+from policy.records import Record
+
+
+class RetentionClass(StrEnum):
+    """What happens to a record once its retention period has passed."""
+
+    KEEP = "keep"
+    ARCHIVE = "archive"
+    REDACT = "redact"
+    HASH_ONLY = "hash_only"
+    DELETE = "delete"
+
+
+class RetentionState(StrEnum):
+    """What retention has done to a record so far (``delete`` leaves no row to say so)."""
+
+    LIVE = "live"
+    ARCHIVED = "archived"
+    REDACTED = "redacted"
+    HASH_ONLY = "hash_only"
+
+
+class RecordKind(StrEnum):
+    """The records a retention rule applies to."""
+
+    ARTIFACT = "artifact"
+    MEMORY = "memory"
+    TRACE = "trace"
+
+
+class RetentionRule(Record):
+    """A retention class and the days a record is kept as written before it applies."""
+
+    kind: RetentionClass = RetentionClass.KEEP
+    """The class (``keep``: never collected)."""
+    after_days: int = Field(default=0, ge=0)
+    """Days after the record was written; 0 applies at the next collection."""
+
+    @model_validator(mode="after")
+    def _keep_has_no_days(self) -> RetentionRule:
+        if self.kind is RetentionClass.KEEP and self.after_days:
+            raise ValueError("a 'keep' rule never applies: give it no after_days")
+        return self
+
+
+KEEP = RetentionRule()
+"""The default rule: nothing is ever collected unless a tool or an agent says so."""
+
+
+class RetentionSpec(Record):
+    """Retention rules per record kind (a tool spec's, or an agent's override); ``None``: not set here."""
+
+    artifacts: RetentionRule | None = None
+    """The raw results."""
+    memories: RetentionRule | None = None
+    """The compact memories derived from them."""
+    traces: RetentionRule | None = None
+    """The stored provider messages of context assemblies (an agent's only; a tool has none)."""
+
+    def rule(self, kind: RecordKind) -> RetentionRule | None:
+        """This spec's rule for ``kind``, if it sets one."""
+        return {RecordKind.ARTIFACT: self.artifacts, RecordKind.MEMORY: self.memories,
+                RecordKind.TRACE: self.traces}[kind]
+
+
+def effective_rule(kind: RecordKind, tool: RetentionSpec | None, agent: RetentionSpec | None) -> RetentionRule:
+    """The rule a new record is written with: the agent's override, else the tool's, else keep.
+
+    The agent wins because it is the operator's decision for one deployment (an
+    agent holding health data deletes after 7 days whatever the tool author chose).
+
+    Args:
+        kind: the record's kind.
+        tool: the tool spec's retention (``None`` for traces, or a tool that sets none).
+        agent: the agent's override, if any.
+
+    Returns:
+        The rule.
+    """
+    for source in (agent, tool):
+        found = source.rule(kind) if source is not None else None
+        if found is not None:
+            return found
+    return KEEP
+
+
+class RetentionAction(StrEnum):
+    """What a collection run does to one record now."""
+
+    NONE = "none"
+    ARCHIVE = "archive"
+    REDACT = "redact"
+    HASH_ONLY = "hash_only"
+    DELETE = "delete"
+    DROP_TRACE = "drop_trace"
+    """An assembly's stored messages are dropped (its decisions and counts stay)."""
+
+
+_DONE: dict[RetentionClass, RetentionState] = {
+    RetentionClass.ARCHIVE: RetentionState.ARCHIVED,
+    RetentionClass.REDACT: RetentionState.REDACTED,
+    RetentionClass.HASH_ONLY: RetentionState.HASH_ONLY,
+}
+
+
+def due_at(rule: RetentionRule, written_at: datetime) -> datetime | None:
+    """When ``rule`` applies to a record written at ``written_at`` (``None``: never)."""
+    if rule.kind is RetentionClass.KEEP:
+        return None
+    return written_at + timedelta(days=rule.after_days)
+
+
+def retention_action(
+    kind: RecordKind, rule: RetentionRule, state: RetentionState, written_at: datetime, now: datetime
+) -> RetentionAction:
+    """What a collection at ``now`` does to one record.
+
+    Nothing before the rule is due, nothing for ``keep``, and nothing twice: a
+    record already in the class's end state is left alone, so a repeated or
+    resumed collection is a no-op. A record whose bytes are already gone
+    (redacted, hash-only) is never archived or redacted again by a changed rule;
+    ``delete`` still deletes it.
+
+    Args:
+        kind: artifact, memory or trace.
+        rule: the record's rule.
+        state: what retention already did to it.
+        written_at: when it was written.
+        now: the collection's logical time.
+
+    Returns:
+        The action.
+    """
+    due = due_at(rule, written_at)
+    if due is None or now < due:
+        return RetentionAction.NONE
+    if kind is RecordKind.TRACE:
+        return RetentionAction.DROP_TRACE if state is RetentionState.LIVE else RetentionAction.NONE
+    if rule.kind is RetentionClass.DELETE:
+        return RetentionAction.DELETE
+    if kind is RecordKind.MEMORY and rule.kind is RetentionClass.ARCHIVE:
+        return RetentionAction.NONE  # a memory is compact text in Postgres: nothing to move
+    if state is not RetentionState.LIVE:
+        return RetentionAction.NONE
+    return RetentionAction(rule.kind.value) if _DONE.get(rule.kind) else RetentionAction.NONE
+
+
+RAW_ARCHIVED_REASON = "raw archived by retention"
+"""What a rehydration of an archived artifact reports."""
+RAW_REDACTED_REASON = "raw removed by retention"
+"""What a rehydration of a redacted or hash-only artifact reports."""
+REDACTED_MARKER = "[redacted by retention]"
+"""The text a redacted memory shows instead of its content."""
+
+
+__all__ = [
+    "KEEP",
+    "RAW_ARCHIVED_REASON",
+    "RAW_REDACTED_REASON",
+    "REDACTED_MARKER",
+    "RecordKind",
+    "RetentionAction",
+    "RetentionClass",
+    "RetentionRule",
+    "RetentionSpec",
+    "RetentionState",
+    "due_at",
+    "effective_rule",
+    "retention_action",
+]

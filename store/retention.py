@@ -1,0 +1,364 @@
+"""Applying retention rules: one bounded batch of one record kind at a time.
+
+:func:`policy.retention.retention_action` decides; this module applies the
+answer to the rows and objects, in batches of at most ``limit`` rows walked in
+id order from a cursor (``after_id``), so a collection is any number of short
+steps, each safe to repeat after a crash:
+
+* every step looks its rows up again and skips what is already done (the
+  rule's end state is recorded on the row, a deleted row is gone);
+* Postgres is changed *after* the objects it names: memories are marked
+  ``missing_source`` first, then objects are removed, then the artifact row,
+  so a crash in between leaves a row that the next run finds and finishes,
+  never a row pointing at an object that was removed without a trace;
+* an object is removed only when no other row still needs it (objects are
+  content-addressed per account, so two artifacts with the same bytes share
+  one): :func:`object_still_needed` counts the references at delete time.
+
+A generated file (``files.write``: its artifact is a handle, the bytes are
+another object) is not collected while it is cited: a message quotes its
+sha256 (the handle's URI holds it) or the artifact id, or a live memory other
+than its own, or a checkpoint, refers to it. It stays, untouched, and is
+counted as ``kept_cited``; a later run collects it once the citations are gone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections import Counter
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Select, String, cast, delete, func, literal, or_, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from policy.derive import FILE_CONTENT_TYPE
+from policy.enums import ResolutionStatus
+from policy.records import canonical_json
+from policy.retention import (
+    REDACTED_MARKER,
+    RecordKind,
+    RetentionAction,
+    RetentionClass,
+    RetentionRule,
+    RetentionSpec,
+    RetentionState,
+    retention_action,
+)
+from store._sql import translate_errors
+from store.artifacts import ArtifactStore, object_key
+from store.models import ContextAssembly, ContinuationCheckpoint, Message, Participant, ToolArtifact, ToolMemory
+from store.records import StoreRecord
+
+logger = logging.getLogger(__name__)
+
+ARCHIVE_SEGMENT = "archive"
+"""Archived bytes live under ``accounts/<account>/archive/sha256/<hex>``: still the account's prefix
+(so account deletion and the account check cover them), a prefix a bucket lifecycle rule can move to a
+colder storage class."""
+
+
+def archive_key(account_id: str, sha256: str) -> str:
+    """Where an archived payload lives."""
+    return f"accounts/{account_id}/{ARCHIVE_SEGMENT}/sha256/{sha256.lower()}"
+
+
+class RetentionBatch(StoreRecord):
+    """What one batch did."""
+
+    last_id: str | None
+    """The cursor for the next batch (``None``: nothing was scanned)."""
+    scanned: int
+    """Rows looked at."""
+    done: bool
+    """No rows left after the cursor."""
+    actions: dict[str, int]
+    """Rows per action applied (``delete``, ``archive``, ..., ``kept_cited``)."""
+
+
+_TABLES: dict[RecordKind, Any] = {
+    RecordKind.ARTIFACT: ToolArtifact,
+    RecordKind.MEMORY: ToolMemory,
+    RecordKind.TRACE: ContextAssembly,
+}
+
+
+# --------------------------------------------------------------------------- writing the rule
+
+
+@translate_errors
+async def participant_retention(session: AsyncSession, account_id: str, participant_id: str) -> RetentionSpec | None:
+    """The retention override of a participant's agent (stored in its ``config``), if any."""
+    config = await session.scalar(select(Participant.config).where(
+        Participant.account_id == account_id, Participant.id == participant_id))
+    found = (config or {}).get("retention")
+    return RetentionSpec.model_validate(found) if found else None
+
+
+@translate_errors
+async def set_retention(session: AsyncSession, account_id: str, kind: RecordKind, row_id: str,
+                        rule: RetentionRule) -> None:
+    """Write the rule a record is kept under (when it is written; a keep rule writes nothing)."""
+    if rule.kind is RetentionClass.KEEP:
+        return
+    table = _TABLES[kind]
+    pk = table.id
+    await session.execute(update(table).where(table.account_id == account_id, pk == row_id).values(
+        retention=rule.kind.value, retention_days=rule.after_days))
+
+
+# --------------------------------------------------------------------------- reference counting
+
+
+async def object_still_needed(session: AsyncSession, account_id: str, key: str, *, except_artifact: str) -> bool:
+    """Whether a row other than ``except_artifact`` still refers to the object under ``key``.
+
+    References are artifact rows storing their payload there (live or archived)
+    and generated-file handles naming its sha256, in the one account whose
+    prefix the key is under (keys are never shared across accounts).
+    """
+    stored = await session.scalar(select(func.count()).select_from(ToolArtifact).where(
+        ToolArtifact.account_id == account_id, ToolArtifact.storage_key == key, ToolArtifact.id != except_artifact))
+    if stored:
+        return True
+    sha256 = key.rsplit("/", 1)[-1]
+    handles = await _file_handles(session, account_id, sha256, except_artifact)
+    return bool(handles)
+
+
+async def _file_handles(session: AsyncSession, account_id: str, sha256: str, except_artifact: str) -> list[str]:
+    """Generated-file artifacts (other than one) whose handle names ``sha256``."""
+    rows = await session.execute(select(ToolArtifact.id, ToolArtifact.inline_payload).where(
+        ToolArtifact.account_id == account_id, ToolArtifact.content_type == FILE_CONTENT_TYPE,
+        ToolArtifact.id != except_artifact, ToolArtifact.inline_payload.is_not(None)))
+    return [row.id for row in rows if _handle_sha256(row.inline_payload) == sha256]
+
+
+def _handle_sha256(payload: bytes | None) -> str | None:
+    """The sha256 a generated-file handle names (``None``: not a readable handle)."""
+    try:
+        handle = json.loads(bytes(payload or b""))
+    except ValueError:
+        return None
+    value = handle.get("sha256") if isinstance(handle, dict) else None
+    return value.lower() if isinstance(value, str) else None
+
+
+async def file_handle_cited(session: AsyncSession, account_id: str, artifact_id: str, sha256: str,
+                            own_memory_id: str | None) -> bool:
+    """Whether a generated file is still cited: by a message, a live memory other than its own, or a checkpoint."""
+    pattern_sha, pattern_id = f"%{sha256}%", f"%{artifact_id}%"
+    quoted = await session.scalar(select(func.count()).select_from(Message).where(
+        Message.account_id == account_id,
+        or_(Message.content.like(pattern_sha), Message.content.like(pattern_id),
+            cast(Message.tool_calls, String).like(pattern_sha))))
+    if quoted:
+        return True
+    memories = select(func.count()).select_from(ToolMemory).where(
+        ToolMemory.account_id == account_id, ToolMemory.superseded_by.is_(None),
+        ToolMemory.source_artifact_ids.any(artifact_id))
+    if own_memory_id is not None:
+        memories = memories.where(ToolMemory.id != own_memory_id)
+    if await session.scalar(memories):
+        return True
+    refs = [artifact_id, *([own_memory_id] if own_memory_id else [])]
+    checkpoint = await session.scalar(select(func.count()).select_from(ContinuationCheckpoint).where(
+        ContinuationCheckpoint.account_id == account_id,
+        or_(*(ContinuationCheckpoint.references.any(ref) for ref in refs))))
+    return bool(checkpoint)
+
+
+# --------------------------------------------------------------------------- one batch
+
+
+def _due(table: Any, after_id: str | None, limit: int) -> Select[Any]:
+    query = select(table).where(table.retention != RetentionClass.KEEP.value).order_by(table.id).limit(limit)
+    return query.where(table.id > after_id) if after_id is not None else query
+
+
+@translate_errors
+async def collect_batch(
+    sessions: Any,
+    artifacts: ArtifactStore,
+    kind: RecordKind,
+    now: datetime,
+    *,
+    after_id: str | None = None,
+    limit: int = 200,
+    own_memory_id: Any = None,
+) -> RetentionBatch:
+    """Apply retention to at most ``limit`` rows of one kind after ``after_id``, across accounts.
+
+    Args:
+        sessions: the session factory (each row is applied in its own short transactions).
+        artifacts: the artifact store.
+        kind: artifacts, memories or traces.
+        now: the collection's logical time.
+        after_id: the cursor (``None``: from the start).
+        limit: rows per batch.
+        own_memory_id: ``artifact_id -> memory id`` of the memory derived from an artifact
+            (``activities.ingest.memory_id_for``), so a file's own memory does not count as citing it.
+
+    Returns:
+        What the batch did, and the cursor for the next one.
+    """
+    table = _TABLES[kind]
+    async with sessions() as session:
+        query = _due(table, after_id, limit)
+        rows = list((await session.scalars(query)).all())
+        due = [(row.account_id, row.id, retention_action(
+            kind, RetentionRule(kind=RetentionClass(row.retention), after_days=row.retention_days),
+            RetentionState(row.retention_state), row.created_at, now)) for row in rows]
+    actions: Counter[str] = Counter()
+    for account_id, row_id, action in due:
+        if action is RetentionAction.NONE:
+            continue
+        if kind is RecordKind.ARTIFACT:
+            applied = await _apply_artifact(sessions, artifacts, account_id, row_id, action, own_memory_id)
+        elif kind is RecordKind.MEMORY:
+            applied = await _apply_memory(sessions, account_id, row_id, action)
+        else:
+            applied = await _apply_trace(sessions, account_id, row_id)
+        actions[applied] += 1
+    return RetentionBatch(last_id=rows[-1].id if rows else after_id, scanned=len(rows), done=len(rows) < limit,
+                          actions=dict(actions))
+
+
+async def _apply_artifact(sessions: Any, artifacts: ArtifactStore, account_id: str, artifact_id: str,
+                          action: RetentionAction, own_memory_id: Any) -> str:
+    async with sessions() as session:
+        row = (await session.execute(select(
+            ToolArtifact.storage, ToolArtifact.storage_key, ToolArtifact.sha256, ToolArtifact.content_type,
+            ToolArtifact.inline_payload, ToolArtifact.retention_state,
+        ).where(ToolArtifact.account_id == account_id, ToolArtifact.id == artifact_id))).first()
+    if row is None:
+        return "gone"  # deleted since the batch was read
+    handle_sha = _handle_sha256(row.inline_payload) if row.content_type == FILE_CONTENT_TYPE else None
+    if action is RetentionAction.DELETE and handle_sha is not None:
+        memory_id = own_memory_id(artifact_id) if own_memory_id else None
+        async with sessions() as session:
+            if await file_handle_cited(session, account_id, artifact_id, handle_sha, memory_id):
+                return "kept_cited"
+    if action is RetentionAction.ARCHIVE:
+        await _archive(sessions, artifacts, account_id, artifact_id, row)
+        return action.value
+    if action is RetentionAction.DELETE:
+        async with sessions() as session, session.begin():
+            await mark_missing_source(session, account_id, artifact_id)
+    # Bytes first, row after: a crash between the two leaves a row the next run finishes.
+    keys = [row.storage_key] if row.storage_key else []
+    if action is RetentionAction.DELETE and handle_sha is not None:
+        keys.append(object_key(account_id, handle_sha))
+    await _release_objects(sessions, artifacts, account_id, artifact_id, keys)
+    async with sessions() as session, session.begin():
+        if action is RetentionAction.DELETE:
+            await session.execute(delete(ToolArtifact).where(
+                ToolArtifact.account_id == account_id, ToolArtifact.id == artifact_id))
+        else:
+            await session.execute(update(ToolArtifact).where(
+                ToolArtifact.account_id == account_id, ToolArtifact.id == artifact_id).values(
+                storage_key=None, inline_payload=None, arguments={},
+                retention_state=RetentionState(action.value).value,
+                **({"error": None} if action is RetentionAction.HASH_ONLY else {})))
+            if action is RetentionAction.HASH_ONLY:
+                # Nothing of the content stays anywhere: the memories built from it lose their text too.
+                ids = (await session.scalars(select(ToolMemory.id).where(
+                    ToolMemory.account_id == account_id, ToolMemory.source_artifact_ids.any(artifact_id)))).all()
+                for memory_id in ids:
+                    await _blank_memory(session, account_id, memory_id, RetentionState.HASH_ONLY)
+    return action.value
+
+
+async def _release_objects(sessions: Any, artifacts: ArtifactStore, account_id: str, artifact_id: str,
+                           keys: list[str]) -> None:
+    """Remove each object no other row still refers to."""
+    for key in keys:
+        async with sessions() as session:
+            needed = await object_still_needed(session, account_id, key, except_artifact=artifact_id)
+        if not needed:
+            await artifacts.delete(account_id, key)
+
+
+async def _archive(sessions: Any, artifacts: ArtifactStore, account_id: str, artifact_id: str, row: Any) -> None:
+    """Copy the bytes under the archive prefix, release the live object, then mark the row."""
+    target = archive_key(account_id, row.sha256)
+    if not await artifacts.exists(account_id, target):
+        if row.storage_key is not None and row.storage_key != target:
+            data = await artifacts.get(account_id, row.storage_key, row.sha256)
+        else:
+            async with sessions() as session:
+                data = bytes(await session.scalar(select(ToolArtifact.inline_payload).where(
+                    ToolArtifact.account_id == account_id, ToolArtifact.id == artifact_id)) or b"")
+        await artifacts.put_at(account_id, target, data, content_type=row.content_type)
+    if row.storage_key is not None and row.storage_key != target:
+        await _release_objects(sessions, artifacts, account_id, artifact_id, [row.storage_key])
+    async with sessions() as session, session.begin():
+        await session.execute(update(ToolArtifact).where(
+            ToolArtifact.account_id == account_id, ToolArtifact.id == artifact_id).values(
+            storage="object", storage_key=target, inline_payload=None,
+            retention_state=RetentionState.ARCHIVED.value))
+
+
+@translate_errors
+async def mark_missing_source(session: AsyncSession, account_id: str, artifact_id: str) -> int:
+    """Mark every memory citing an artifact ``missing_source`` (before the artifact is deleted).
+
+    Returns:
+        How many memories were marked.
+    """
+    result = await session.execute(update(ToolMemory).where(
+        ToolMemory.account_id == account_id, ToolMemory.source_artifact_ids.any(artifact_id),
+        ToolMemory.resolution != ResolutionStatus.MISSING_SOURCE.value,
+    ).values(resolution=ResolutionStatus.MISSING_SOURCE.value, repair_attempts=ToolMemory.repair_attempts + 1))
+    return result.rowcount or 0
+
+
+async def _blank_memory(session: AsyncSession, account_id: str, memory_id: str, state: RetentionState) -> None:
+    """Replace a memory's content with the marker, keeping its provenance and links."""
+    memory = await session.scalar(select(ToolMemory).where(
+        ToolMemory.account_id == account_id, ToolMemory.id == memory_id))
+    if memory is None or memory.retention_state in (RetentionState.REDACTED.value, RetentionState.HASH_ONLY.value):
+        return
+    content = canonical_json({"title": memory.title, "summary": memory.summary, "payload": memory.payload,
+                              "rationale": memory.rationale, "limitations": memory.limitations})
+    payload: dict[str, Any] = {}
+    if state is RetentionState.HASH_ONLY:
+        payload = {"removed_sha256": hashlib.sha256(content.encode()).hexdigest()}
+    await session.execute(update(ToolMemory).where(ToolMemory.account_id == account_id, ToolMemory.id == memory_id)
+                          .values(title=REDACTED_MARKER, summary=REDACTED_MARKER, payload=payload, rationale="",
+                                  limitations="", retention_state=state.value))
+
+
+async def _apply_memory(sessions: Any, account_id: str, memory_id: str, action: RetentionAction) -> str:
+    async with sessions() as session, session.begin():
+        if action is RetentionAction.DELETE:
+            await session.execute(delete(ToolMemory).where(
+                ToolMemory.account_id == account_id, ToolMemory.id == memory_id))
+        else:
+            await _blank_memory(session, account_id, memory_id, RetentionState(action.value))
+    return action.value
+
+
+async def _apply_trace(sessions: Any, account_id: str, assembly_id: str) -> str:
+    """Drop an assembly's stored messages; its decisions, counts and content hash stay."""
+    async with sessions() as session, session.begin():
+        await session.execute(update(ContextAssembly).where(
+            ContextAssembly.account_id == account_id, ContextAssembly.id == assembly_id).values(
+            messages=literal([], type_=ContextAssembly.messages.type),
+            retention_state=RetentionState.REDACTED.value))
+    return RetentionAction.DROP_TRACE.value
+
+
+__all__ = [
+    "ARCHIVE_SEGMENT",
+    "RetentionBatch",
+    "archive_key",
+    "collect_batch",
+    "file_handle_cited",
+    "mark_missing_source",
+    "object_still_needed",
+    "participant_retention",
+    "set_retention",
+]
