@@ -15,6 +15,7 @@ from typing import Any
 from temporalio import activity
 
 from activities.deps import GraphDeps
+from activities.errors import sorted_failures
 from activities.ingest import memory_id_for
 from contracts import (
     AccountDeletionStepInput,
@@ -34,6 +35,7 @@ class RetentionActivities:
     deps: GraphDeps
 
     @activity.defn(name=ActivityName.COLLECT_RETENTION)
+    @sorted_failures
     async def collect_retention(self, batch: RetentionBatchInput) -> RetentionBatchResult:
         """Apply the retention rules to one batch of one record kind."""
         done = await collect_batch(self.deps.sessions, self.deps.artifacts, RecordKind(batch.kind), batch.now,
@@ -44,11 +46,13 @@ class RetentionActivities:
                                     actions=done.actions)
 
     @activity.defn(name=ActivityName.PLAN_ACCOUNT_DELETION)
+    @sorted_failures
     async def plan_account_deletion(self, account_id: str) -> list[str]:
         """The steps of an account deletion, in order (recorded in the workflow's history)."""
         return account_deletion.deletion_plan()
 
     @activity.defn(name=ActivityName.DELETE_ACCOUNT_STEP)
+    @sorted_failures
     async def delete_account_step(self, step: AccountDeletionStepInput) -> int:
         """Run one bounded step; returns rows or objects removed (fewer than the batch size: step done)."""
         if step.step == account_deletion.OBJECTS_STEP:

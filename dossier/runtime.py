@@ -48,6 +48,7 @@ from activities.tools.registry import ToolRegistry, default_registry
 from activities.turns import TurnActivities
 from activities.retention import RetentionActivities
 from dossier.agents import AgentsFile, agents_for
+from dossier.retention import ensure_retention_schedule
 from dossier.services import DEFAULT_SERVICES, Endpoints, ensure_services
 from dossier.settings import Settings
 from dossier.tools import registry_with
@@ -384,6 +385,8 @@ async def run_worker(settings: Settings) -> None:
         providers = model_providers(settings)
         worker = build_worker(client, deps, task_queue=settings.temporal_task_queue, tools=tools,
                               providers=providers, agent_endpoints=agent_endpoints(agents), skills=skills)
+        # The garbage collection runs as a Temporal Schedule; creating it again is a no-op.
+        await ensure_retention_schedule(client, settings.temporal_task_queue)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGINT, signal.SIGTERM):

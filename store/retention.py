@@ -50,6 +50,8 @@ from policy.retention import (
 from store._sql import translate_errors
 from store.artifacts import ArtifactStore, object_key
 from store.models import ContextAssembly, ContinuationCheckpoint, Message, Participant, ToolArtifact, ToolMemory
+from store.errors import StoreError
+from store.payloads import read_artifact_payload
 from store.records import StoreRecord
 
 logger = logging.getLogger(__name__)
@@ -112,7 +114,8 @@ async def set_retention(session: AsyncSession, account_id: str, kind: RecordKind
 # --------------------------------------------------------------------------- reference counting
 
 
-async def object_still_needed(session: AsyncSession, account_id: str, key: str, *, except_artifact: str) -> bool:
+async def object_still_needed(session: AsyncSession, artifacts: ArtifactStore, account_id: str, key: str, *,
+                              except_artifact: str) -> bool:
     """Whether a row other than ``except_artifact`` still refers to the object under ``key``.
 
     References are artifact rows storing their payload there (live or archived)
@@ -124,23 +127,21 @@ async def object_still_needed(session: AsyncSession, account_id: str, key: str, 
     if stored:
         return True
     sha256 = key.rsplit("/", 1)[-1]
-    handles = await _file_handles(session, account_id, sha256, except_artifact)
-    return bool(handles)
-
-
-async def _file_handles(session: AsyncSession, account_id: str, sha256: str, except_artifact: str) -> list[str]:
-    """Generated-file artifacts (other than one) whose handle names ``sha256``."""
-    rows = await session.execute(select(ToolArtifact.id, ToolArtifact.inline_payload).where(
+    handles = await session.scalars(select(ToolArtifact.id).where(
         ToolArtifact.account_id == account_id, ToolArtifact.content_type == FILE_CONTENT_TYPE,
-        ToolArtifact.id != except_artifact, ToolArtifact.inline_payload.is_not(None)))
-    return [row.id for row in rows if _handle_sha256(row.inline_payload) == sha256]
+        ToolArtifact.id != except_artifact, ToolArtifact.retention_state == RetentionState.LIVE.value))
+    for handle_id in handles.all():
+        if await _handle_sha256(session, artifacts, account_id, handle_id) == sha256:
+            return True
+    return False
 
 
-def _handle_sha256(payload: bytes | None) -> str | None:
-    """The sha256 a generated-file handle names (``None``: not a readable handle)."""
+async def _handle_sha256(session: AsyncSession, artifacts: ArtifactStore, account_id: str,
+                         artifact_id: str) -> str | None:
+    """The sha256 a generated-file handle names (``None``: its bytes are unreadable or not a handle)."""
     try:
-        handle = json.loads(bytes(payload or b""))
-    except ValueError:
+        handle = json.loads(await read_artifact_payload(session, artifacts, account_id, artifact_id))
+    except (StoreError, ValueError):
         return None
     value = handle.get("sha256") if isinstance(handle, dict) else None
     return value.lower() if isinstance(value, str) else None
@@ -171,6 +172,10 @@ async def file_handle_cited(session: AsyncSession, account_id: str, artifact_id:
 
 
 # --------------------------------------------------------------------------- one batch
+
+
+_END_STATE = {RetentionAction.REDACT: RetentionState.REDACTED, RetentionAction.HASH_ONLY: RetentionState.HASH_ONLY}
+"""The state a row is left in by an action that keeps it."""
 
 
 def _due(table: Any, after_id: str | None, limit: int) -> Select[Any]:
@@ -231,11 +236,14 @@ async def _apply_artifact(sessions: Any, artifacts: ArtifactStore, account_id: s
     async with sessions() as session:
         row = (await session.execute(select(
             ToolArtifact.storage, ToolArtifact.storage_key, ToolArtifact.sha256, ToolArtifact.content_type,
-            ToolArtifact.inline_payload, ToolArtifact.retention_state,
+            ToolArtifact.retention_state,
         ).where(ToolArtifact.account_id == account_id, ToolArtifact.id == artifact_id))).first()
     if row is None:
         return "gone"  # deleted since the batch was read
-    handle_sha = _handle_sha256(row.inline_payload) if row.content_type == FILE_CONTENT_TYPE else None
+    handle_sha = None
+    if row.content_type == FILE_CONTENT_TYPE and row.retention_state == RetentionState.LIVE.value:
+        async with sessions() as session:
+            handle_sha = await _handle_sha256(session, artifacts, account_id, artifact_id)
     if action is RetentionAction.DELETE and handle_sha is not None:
         memory_id = own_memory_id(artifact_id) if own_memory_id else None
         async with sessions() as session:
@@ -260,7 +268,7 @@ async def _apply_artifact(sessions: Any, artifacts: ArtifactStore, account_id: s
             await session.execute(update(ToolArtifact).where(
                 ToolArtifact.account_id == account_id, ToolArtifact.id == artifact_id).values(
                 storage_key=None, inline_payload=None, arguments={},
-                retention_state=RetentionState(action.value).value,
+                retention_state=_END_STATE[action].value,
                 **({"error": None} if action is RetentionAction.HASH_ONLY else {})))
             if action is RetentionAction.HASH_ONLY:
                 # Nothing of the content stays anywhere: the memories built from it lose their text too.
@@ -276,7 +284,7 @@ async def _release_objects(sessions: Any, artifacts: ArtifactStore, account_id: 
     """Remove each object no other row still refers to."""
     for key in keys:
         async with sessions() as session:
-            needed = await object_still_needed(session, account_id, key, except_artifact=artifact_id)
+            needed = await object_still_needed(session, artifacts, account_id, key, except_artifact=artifact_id)
         if not needed:
             await artifacts.delete(account_id, key)
 
@@ -337,7 +345,7 @@ async def _apply_memory(sessions: Any, account_id: str, memory_id: str, action: 
             await session.execute(delete(ToolMemory).where(
                 ToolMemory.account_id == account_id, ToolMemory.id == memory_id))
         else:
-            await _blank_memory(session, account_id, memory_id, RetentionState(action.value))
+            await _blank_memory(session, account_id, memory_id, _END_STATE[action])
     return action.value
 
 

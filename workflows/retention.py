@@ -37,8 +37,9 @@ RETENTION_STEP_TIMEOUT = timedelta(seconds=30)
 """Start-to-close of one batch: a killed worker's batch is retried on another after at most this long."""
 
 RETENTION_RETRY = RetryPolicy(initial_interval=timedelta(milliseconds=200), backoff_coefficient=2.0,
-                              maximum_interval=timedelta(seconds=30))
-"""Steps are idempotent and must finish: retried until they do (no attempt limit)."""
+                              maximum_interval=timedelta(seconds=30), maximum_attempts=12)
+"""Steps are idempotent: a killed worker's or a failed step is retried (for about four minutes) before
+the run fails and says why."""
 
 KINDS = ("artifact", "memory", "trace")
 """Artifacts first: deleting one marks its memories before the memories' own rules run."""

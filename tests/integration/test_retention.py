@@ -1,0 +1,286 @@
+"""Retention classes end to end: rules written with each record, applied by the retention workflow.
+
+Real Postgres, S3 and a Temporal dev server with an in-process worker. Every
+payload goes to S3 (the session's graph deps inline nothing), so each class is
+seen on the object store as well as on the rows. The collection runs at a
+logical ``now`` past the rules' periods (``run_retention(now=...)``), except
+in the schedule test, which fires the real Temporal Schedule.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from sqlalchemy import select
+from temporalio.testing import WorkflowEnvironment
+
+from activities.context import assemble_context
+from activities.deps import GraphDeps
+from activities.tools.registry import default_registry
+from activities.ingest import ToolOutcome, begin_tool_call, ingest_tool_result
+from dossier.retention import ensure_retention_schedule, retention_schedule_id, run_retention
+from dossier.runtime import build_worker
+from policy.derive import FILE_CONTENT_TYPE
+from policy.enums import MessageRole, ResolutionStatus, RuntimeKind, ToolCallStatus
+from policy.records import GenerationBoundary
+from policy.retention import RAW_ARCHIVED_REASON, RAW_REDACTED_REASON, REDACTED_MARKER, RetentionSpec
+from policy.tools import ToolCatalog, ToolSpec
+from store import conversations, messages
+from store.errors import ArtifactRetainedError
+from store.models import ContextAssembly, PolicyDecision, ToolArtifact, ToolMemory
+from store.payloads import read_artifact_payload
+from store.retention import archive_key
+
+pytestmark = pytest.mark.integration
+
+T0 = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
+
+
+def _rule(kind: str, days: int = 30) -> RetentionSpec:
+    return RetentionSpec.model_validate({"artifacts": {"kind": kind, "after_days": days}})
+
+
+CATALOG = ToolCatalog(tools=(
+    ToolSpec(name="t.keep", result_kind="json"),
+    ToolSpec(name="t.archive", result_kind="json", retention=_rule("archive")),
+    ToolSpec(name="t.redact", result_kind="json", retention=_rule("redact")),
+    ToolSpec(name="t.hash", result_kind="json", retention=_rule("hash_only")),
+    ToolSpec(name="t.delete", result_kind="json", retention=_rule("delete")),
+    ToolSpec(name="t.forget", result_kind="json", retention=RetentionSpec.model_validate(
+        {"memories": {"kind": "delete", "after_days": 30}})),
+    ToolSpec(name="files.write", result_kind="file", retention=_rule("delete", 0)),
+))
+CATALOG = CATALOG.model_copy(update={"tools": (*CATALOG.tools, *(
+    spec for spec in default_registry().catalog().tools if spec.name not in {s.name for s in CATALOG.tools}))})
+"""The test tools, and the built-in ones the worker registers (``files.write`` replaced by a collected one)."""
+
+
+@dataclass(frozen=True)
+class Account:
+    """A fresh account with one conversation and an assistant, and a worker to collect with."""
+
+    deps: GraphDeps
+    temporal: WorkflowEnvironment
+    task_queue: str
+    account_id: str
+    conversation_id: str
+    branch_id: str
+    assistant_id: str
+
+    async def call(self, name: str, result: bytes, key: str | None = None, content_type: str = "application/json"):
+        call = await begin_tool_call(
+            self.deps, self.account_id, self.conversation_id, self.branch_id, self.assistant_id,
+            call_id=f"call_{key or uuid.uuid4().hex}", name=name, arguments={"q": name}, runtime_kind=RuntimeKind.CHAT,
+            at=T0)
+        return await ingest_tool_result(self.deps, self.account_id, call.id,
+                                        ToolOutcome(status=ToolCallStatus.SUCCEEDED, result=result, content_type=content_type), captured_at=T0)
+
+    async def collect(self, days: float) -> dict[str, int]:
+        now = datetime.now(UTC) + timedelta(days=days)
+        result = await run_retention(self.temporal.client, self.task_queue, now=now, batch_size=3)
+        return result.actions
+
+    async def payload(self, artifact_id: str) -> bytes:
+        async with self.deps.sessions() as session:
+            return await read_artifact_payload(session, self.deps.artifacts, self.account_id, artifact_id)
+
+    async def row(self, model, row_id: str):  # noqa: ANN001, ANN201 - a model class, its row
+        async with self.deps.sessions() as session:
+            return await session.scalar(select(model).where(model.account_id == self.account_id, model.id == row_id))
+
+
+async def _account(deps: GraphDeps, temporal: WorkflowEnvironment, task_queue: str,
+                   config: dict | None = None) -> Account:
+    async with deps.sessions() as session, session.begin():
+        account_id = await conversations.create_account(session, name="retention test")
+        conversation = await conversations.create_conversation(session, account_id, title="t")
+        assistant = await conversations.add_participant(session, account_id, conversation.id, name="Assistant",
+                                                        provider="scripted", model="m", config=config)
+    return Account(deps, temporal, task_queue, account_id, conversation.id, conversation.root_branch_id, assistant.id)
+
+
+@pytest.fixture
+async def worker(temporal_env: WorkflowEnvironment, graph_deps: GraphDeps) -> AsyncIterator[tuple[GraphDeps, str]]:
+    deps = replace(graph_deps, catalog=CATALOG)
+    task_queue = f"retention-{uuid.uuid4().hex[:8]}"
+    async with build_worker(temporal_env.client, deps, task_queue=task_queue,
+                            workflow_failure_exception_types=[Exception]):
+        yield deps, task_queue
+
+
+@pytest.fixture
+async def account(worker: tuple[GraphDeps, str], temporal_env: WorkflowEnvironment) -> Account:
+    deps, task_queue = worker
+    return await _account(deps, temporal_env, task_queue)
+
+
+async def _exists(deps: GraphDeps, account_id: str, key: str) -> bool:
+    return await deps.artifacts.exists(account_id, key)
+
+
+# --------------------------------------------------------------------------- the classes
+
+
+async def test_each_class_applies_after_its_period_and_not_before(account: Account) -> None:
+    made = {name: await account.call(f"t.{name}", json.dumps({"tool": name, "v": 1}).encode())
+            for name in ("keep", "archive", "redact", "hash", "delete")}
+    keys = {name: ingested.artifact.storage_key for name, ingested in made.items()}
+
+    await account.collect(days=29)  # before the 30 days: nothing happens
+    for name, ingested in made.items():
+        assert await account.payload(ingested.artifact.id) == json.dumps({"tool": name, "v": 1}).encode()
+
+    await account.collect(days=31)
+    keep, archive, redact, hash_only, delete = (made[n].artifact.id for n in ("keep", "archive", "redact", "hash",
+                                                                                 "delete"))
+    assert await account.payload(keep) == b'{"tool": "keep", "v": 1}'
+
+    # archive: the bytes moved under the archive prefix; a read names the reason.
+    with pytest.raises(ArtifactRetainedError) as archived:
+        await account.payload(archive)
+    assert archived.value.reason == RAW_ARCHIVED_REASON
+    row = await account.row(ToolArtifact, archive)
+    assert row.retention_state == "archived" and row.storage_key == archive_key(account.account_id, row.sha256)
+    assert await account.deps.artifacts.get(account.account_id, row.storage_key, row.sha256) \
+        == b'{"tool": "archive", "v": 1}'
+    assert not await _exists(account.deps, account.account_id, keys["archive"])
+
+    # redact: bytes gone, row (hash, size) and the memory's compact text kept.
+    with pytest.raises(ArtifactRetainedError) as redacted:
+        await account.payload(redact)
+    assert redacted.value.reason == RAW_REDACTED_REASON
+    row = await account.row(ToolArtifact, redact)
+    assert (row.retention_state, row.storage_key, row.result_bytes) == ("redacted", None, len(b'{"tool": "redact", "v": 1}'))
+    assert not await _exists(account.deps, account.account_id, keys["redact"])
+    memory = await account.row(ToolMemory, made["redact"].memory.id)
+    assert memory.summary == made["redact"].memory.summary and memory.source_artifact_ids == [redact]
+
+    # hash-only: bytes gone, sha256 and size kept, and nothing of the content in the memory either.
+    row = await account.row(ToolArtifact, hash_only)
+    assert (row.retention_state, row.sha256, row.result_bytes) == ("hash_only", made["hash"].artifact.sha256,
+                                                                   len(b'{"tool": "hash", "v": 1}'))
+    assert not await _exists(account.deps, account.account_id, keys["hash"])
+    memory = await account.row(ToolMemory, made["hash"].memory.id)
+    assert memory.summary == REDACTED_MARKER and "hash" not in json.dumps(memory.payload)
+    assert set(memory.payload) == {"removed_sha256"}
+
+    # delete: row and bytes gone; the memory says its source is missing, it does not point at nothing silently.
+    assert await account.row(ToolArtifact, delete) is None
+    assert not await _exists(account.deps, account.account_id, keys["delete"])
+    memory = await account.row(ToolMemory, made["delete"].memory.id)
+    assert memory.resolution == ResolutionStatus.MISSING_SOURCE.value
+
+    # A second run at the same time finds everything done.
+    again = await account.collect(days=31)
+    assert not {k: v for k, v in again.items() if k.startswith("artifact:")} or all(
+        k == "artifact:kept_cited" for k in again)
+
+
+async def test_a_memory_rule_deletes_the_memory_and_keeps_the_artifact(account: Account) -> None:
+    ingested = await account.call("t.forget", b'{"forget": "me"}')
+    await account.collect(days=31)
+    assert await account.row(ToolMemory, ingested.memory.id) is None
+    assert await account.payload(ingested.artifact.id) == b'{"forget": "me"}'
+
+
+async def test_the_agent_override_beats_the_tool_spec(worker: tuple[GraphDeps, str],
+                                                      temporal_env: WorkflowEnvironment) -> None:
+    deps, task_queue = worker
+    keeper = await _account(deps, temporal_env, task_queue,
+                            config={"agent": "keeper", "retention": {"artifacts": {"kind": "keep"}}})
+    ingested = await keeper.call("t.delete", b'{"kept": "by the agent"}')
+    assert (await keeper.row(ToolArtifact, ingested.artifact.id)).retention == "keep"
+    await keeper.collect(days=31)
+    assert await keeper.payload(ingested.artifact.id) == b'{"kept": "by the agent"}'
+
+
+# --------------------------------------------------------------------------- shared objects and citations
+
+
+async def test_a_shared_object_is_kept_while_another_row_refers_to_it(account: Account) -> None:
+    same = b'{"shared": "bytes", "n": 42}'
+    doomed = await account.call("t.delete", same)
+    kept = await account.call("t.keep", same)
+    assert doomed.artifact.storage_key == kept.artifact.storage_key  # content-addressed: one object
+    await account.collect(days=31)
+    assert await account.row(ToolArtifact, doomed.artifact.id) is None
+    assert await account.payload(kept.artifact.id) == same
+
+
+async def _file(account: Account, name: str, content: bytes):  # noqa: ANN202 - the file's ingested handle
+    ref = await account.deps.artifacts.put(account.account_id, content, content_type="text/markdown")
+    handle = {"name": name, "bytes": ref.size, "sha256": ref.sha256,
+              "uri": f"s3://{account.deps.artifacts.bucket}/{ref.key}"}
+    ingested = await account.call("files.write", json.dumps(handle).encode(), content_type=FILE_CONTENT_TYPE)
+    return ingested, ref
+
+
+async def test_a_cited_file_handle_is_not_collected_and_an_uncited_one_is(account: Account) -> None:
+    cited, cited_ref = await _file(account, "report.md", b"# Q3 report\n")
+    loose, loose_ref = await _file(account, "draft.md", b"# an old draft\n")
+    async with account.deps.sessions() as session, session.begin():
+        await messages.append_message(session, account.account_id, account.conversation_id, account.branch_id,
+                                      role=MessageRole.ASSISTANT,
+                                      content=f"Your report: s3://{account.deps.artifacts.bucket}/{cited_ref.key}")
+    actions = await account.collect(days=1)
+    assert actions.get("artifact:kept_cited", 0) >= 1
+    assert await account.row(ToolArtifact, cited.artifact.id) is not None
+    assert await account.deps.artifacts.get(account.account_id, cited_ref.key, cited_ref.sha256) == b"# Q3 report\n"
+    assert await account.row(ToolArtifact, loose.artifact.id) is None
+    assert not await _exists(account.deps, account.account_id, loose_ref.key)
+    assert (await account.row(ToolMemory, loose.memory.id)).resolution == ResolutionStatus.MISSING_SOURCE.value
+
+
+# --------------------------------------------------------------------------- assembly traces
+
+
+async def test_a_trace_rule_drops_the_stored_messages_and_keeps_the_decisions(
+        worker: tuple[GraphDeps, str], temporal_env: WorkflowEnvironment) -> None:
+    deps, task_queue = worker
+    traced = await _account(deps, temporal_env, task_queue,
+                            config={"agent": "brief", "retention": {"traces": {"kind": "redact", "after_days": 7}}})
+    await traced.call("t.keep", b'{"seen": "by the model"}')
+    boundary = GenerationBoundary(account_id=traced.account_id, conversation_id=traced.conversation_id,
+                                  branch_id=traced.branch_id, participant_id=traced.assistant_id,
+                                  runtime_kind=RuntimeKind.CHAT, provider_route="local", now=T0)
+    assembled = await assemble_context(deps, boundary)
+    async with deps.sessions() as session:
+        decisions = len((await session.scalars(select(PolicyDecision.ordinal).where(
+            PolicyDecision.context_assembly_id == assembled.assembly_id))).all())
+    assert decisions > 0
+    await traced.collect(days=8)
+    async with deps.sessions() as session:
+        row = (await session.execute(select(ContextAssembly.messages, ContextAssembly.retention_state,
+                                            ContextAssembly.assembled_tokens).where(
+            ContextAssembly.id == assembled.assembly_id))).one()
+        after = len((await session.scalars(select(PolicyDecision.ordinal).where(
+            PolicyDecision.context_assembly_id == assembled.assembly_id))).all())
+    assert row.messages == [] and row.retention_state == "redacted"
+    assert row.assembled_tokens == assembled.result.record.assembled_tokens and after == decisions
+
+
+# --------------------------------------------------------------------------- the schedule
+
+
+async def test_the_collection_runs_as_a_temporal_schedule(worker: tuple[GraphDeps, str],
+                                                          temporal_env: WorkflowEnvironment) -> None:
+    deps, task_queue = worker
+    account = await _account(deps, temporal_env, task_queue)
+    schedule_id = await ensure_retention_schedule(temporal_env.client, task_queue)
+    assert schedule_id == retention_schedule_id(task_queue)
+    assert await ensure_retention_schedule(temporal_env.client, task_queue) == schedule_id  # idempotent
+    try:
+        loose, loose_ref = await _file(account, "tmp.md", b"# scratch\n")  # files.write here: delete after 0 days
+        result = await run_retention(temporal_env.client, task_queue)  # triggers the schedule and waits
+        assert result.actions.get("artifact:delete", 0) >= 1
+        assert await account.row(ToolArtifact, loose.artifact.id) is None
+        assert not await _exists(deps, account.account_id, loose_ref.key)
+        description = await temporal_env.client.get_schedule_handle(schedule_id).describe()
+        assert len(description.info.recent_actions) >= 1
+    finally:
+        await temporal_env.client.get_schedule_handle(schedule_id).delete()
