@@ -159,7 +159,7 @@ async def file_handle_cited(session: AsyncSession, account_id: str, artifact_id:
         return True
     memories = select(func.count()).select_from(ToolMemory).where(
         ToolMemory.account_id == account_id, ToolMemory.superseded_by.is_(None),
-        ToolMemory.source_artifact_ids.any(artifact_id))
+        ToolMemory.source_artifact_ids.contains([artifact_id]))
     if own_memory_id is not None:
         memories = memories.where(ToolMemory.id != own_memory_id)
     if await session.scalar(memories):
@@ -167,7 +167,7 @@ async def file_handle_cited(session: AsyncSession, account_id: str, artifact_id:
     refs = [artifact_id, *([own_memory_id] if own_memory_id else [])]
     checkpoint = await session.scalar(select(func.count()).select_from(ContinuationCheckpoint).where(
         ContinuationCheckpoint.account_id == account_id,
-        or_(*(ContinuationCheckpoint.references.any(ref) for ref in refs))))
+        or_(*(ContinuationCheckpoint.references.contains([ref]) for ref in refs))))
     return bool(checkpoint)
 
 
@@ -273,7 +273,7 @@ async def _apply_artifact(sessions: Any, artifacts: ArtifactStore, account_id: s
             if action is RetentionAction.HASH_ONLY:
                 # Nothing of the content stays anywhere: the memories built from it lose their text too.
                 ids = (await session.scalars(select(ToolMemory.id).where(
-                    ToolMemory.account_id == account_id, ToolMemory.source_artifact_ids.any(artifact_id)))).all()
+                    ToolMemory.account_id == account_id, ToolMemory.source_artifact_ids.contains([artifact_id])))).all()
                 for memory_id in ids:
                     await _blank_memory(session, account_id, memory_id, RetentionState.HASH_ONLY)
     return action.value
@@ -317,7 +317,7 @@ async def mark_missing_source(session: AsyncSession, account_id: str, artifact_i
         How many memories were marked.
     """
     result = await session.execute(update(ToolMemory).where(
-        ToolMemory.account_id == account_id, ToolMemory.source_artifact_ids.any(artifact_id),
+        ToolMemory.account_id == account_id, ToolMemory.source_artifact_ids.contains([artifact_id]),
         ToolMemory.resolution != ResolutionStatus.MISSING_SOURCE.value,
     ).values(resolution=ResolutionStatus.MISSING_SOURCE.value, repair_attempts=ToolMemory.repair_attempts + 1))
     return result.rowcount or 0

@@ -1,0 +1,178 @@
+"""Account deletion as a durable workflow, with the worker killed mid-way.
+
+Two accounts each run a real agent turn (scripted model, real tools: tool calls,
+S3 artifacts, memories, a generated report, assemblies and decisions) and get
+a user memory. Account A is then deleted in batches of two rows by a worker
+running as a separate process. The test holds a row lock on one of A's tool
+calls, so the deletion blocks on a known step with earlier steps done; it kills
+that worker with SIGKILL there, releases the lock, starts a second worker, and
+the same workflow finishes. Then every table of the schema and every object of
+the bucket are scanned: nothing of A is left, a tombstone holds only the
+sha256 of its id, and B's rows and objects are byte for byte what they were.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+from minio import Minio
+from sqlalchemy import func, select, text
+from sqlalchemy.ext.asyncio import AsyncEngine
+from temporalio.testing import WorkflowEnvironment
+
+from activities.deps import GraphDeps
+from dossier.client import DossierClient
+from dossier.retention import RetentionError, start_account_deletion
+from dossier.services.models import Endpoints
+from dossier.services.worker import worker_environment
+from dossier.settings import Settings
+from store import conversations, user_memories
+from store.account_deletion import account_sha256
+from store.models import AccountDeletion, Base, ToolArtifact, ToolCall
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+PROMPT = "Which region drove Q3 2026 revenue? Write me a short report."
+
+
+async def _rows_of(engine: AsyncEngine, account_id: str) -> dict[str, list[tuple]]:
+    """Every row of the account in every table, in a stable order (what 'untouched' is compared on)."""
+    found: dict[str, list[tuple]] = {}
+    async with engine.connect() as connection:
+        for table in Base.metadata.sorted_tables:
+            column = table.c.get("account_id") if "account_id" in table.c else (
+                table.c.id if table.name == "accounts" else None)
+            if column is None:
+                continue
+            rows = (await connection.execute(select(table).where(column == account_id))).all()
+            found[table.name] = sorted(tuple(repr(value) for value in row) for row in rows)
+    return found
+
+
+async def _counts(engine: AsyncEngine, account_id: str) -> dict[str, int]:
+    return {name: len(rows) for name, rows in (await _rows_of(engine, account_id)).items()}
+
+
+def _objects(s3: Minio, bucket: str, account_id: str | None = None) -> dict[str, str]:
+    """Key -> sha256 of the bytes, for every object in the bucket (or under one account's prefix)."""
+    prefix = f"accounts/{account_id}/" if account_id else ""
+    found = {}
+    for entry in s3.list_objects(bucket, prefix=prefix, recursive=True):
+        response = s3.get_object(bucket, entry.object_name)
+        try:
+            found[entry.object_name] = hashlib.sha256(response.read()).hexdigest()
+        finally:
+            response.close()
+            response.release_conn()
+    return found
+
+
+async def _populate(client: DossierClient) -> None:
+    outcome = await asyncio.wait_for(client.chat(PROMPT, model="scripted:analyst"), timeout=180)
+    assert outcome.result.status == "answered"
+    async with client.deps.sessions() as session, session.begin():
+        await user_memories.put_user_memory(session, client.account_id, "Prefers reports in Markdown.")
+
+
+async def test_deleting_an_account_survives_a_worker_kill_and_leaves_nothing_behind(
+    temporal_env: WorkflowEnvironment, graph_deps: GraphDeps, endpoints: Endpoints, s3_bucket: str,
+    database_url: str, engine: AsyncEngine, s3: Minio,
+) -> None:
+    task_queue = f"dossier-delete-{uuid.uuid4().hex[:8]}"
+    settings = Settings(temporal_task_queue=task_queue, s3_bucket=s3_bucket)
+    target = temporal_env.client.service_client.config.target_host
+    env = worker_environment(settings, Endpoints(**{
+        **endpoints.__dict__, "database_url": database_url, "s3_bucket": s3_bucket,
+        "temporal_address": target, "temporal_namespace": "default"}))
+
+    def spawn_worker() -> subprocess.Popen[bytes]:
+        return subprocess.Popen([sys.executable, "-m", "worker"], cwd=ROOT, env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+
+    clients = []
+    for name in ("doomed", "kept"):
+        async with graph_deps.sessions() as session, session.begin():
+            account_id = await conversations.create_account(session, name=name)
+        clients.append(DossierClient(deps=graph_deps, temporal=temporal_env.client,
+                                     settings=Settings(temporal_task_queue=task_queue), account_id=account_id,
+                                     poll_seconds=0.2))
+    doomed, kept = clients
+
+    first = spawn_worker()
+    second: subprocess.Popen[bytes] | None = None
+    lock = await engine.connect()
+    try:
+        for client in clients:
+            await _populate(client)
+        before_doomed = await _counts(engine, doomed.account_id)
+        assert before_doomed["tool_artifacts"] > 0 and before_doomed["context_assemblies"] > 0
+        assert before_doomed["policy_decisions"] > 0 and before_doomed["user_memories"] == 1
+        assert _objects(s3, s3_bucket, doomed.account_id)  # payloads and the generated report
+        kept_rows = await _rows_of(engine, kept.account_id)
+        kept_objects = _objects(s3, s3_bucket, kept.account_id)
+        assert kept_objects
+
+        # Hold one of A's tool calls: the deletion blocks on that step, the earlier steps done.
+        transaction = await lock.begin()
+        await lock.execute(select(ToolCall.id).where(ToolCall.account_id == doomed.account_id).limit(1)
+                           .with_for_update())
+        handle = await start_account_deletion(temporal_env.client, graph_deps, task_queue, doomed.account_id,
+                                              batch_size=2)
+        again = await start_account_deletion(temporal_env.client, graph_deps, task_queue, doomed.account_id,
+                                             batch_size=2)
+        assert again.id == handle.id and again.result_run_id == handle.result_run_id  # one deletion per account
+        for _ in range(600):
+            async with engine.connect() as probe:
+                waiting = await probe.scalar(text(
+                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                    "AND datname = current_database()"))
+            if waiting:
+                break
+            await asyncio.sleep(0.1)
+        assert waiting, "the deletion never reached the locked tool call"
+        mid = await _counts(engine, doomed.account_id)
+        assert mid["tool_artifacts"] == 0 and mid["policy_decisions"] == 0  # earlier steps done
+        assert mid["tool_calls"] > 0 and mid["accounts"] == 1  # later ones not
+
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait(timeout=10)
+        await transaction.rollback()
+        second = spawn_worker()
+        result = await asyncio.wait_for(handle.result(), timeout=180)
+    finally:
+        await lock.close()
+        for process in (first, second):
+            if process is not None and process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait(timeout=10)
+
+    # Every table of the schema, every object of the bucket: nothing of A.
+    assert set(await _counts(engine, doomed.account_id)) == {
+        t.name for t in Base.metadata.sorted_tables if "account_id" in t.c or t.name == "accounts"}
+    assert await _counts(engine, doomed.account_id) == dict.fromkeys(await _counts(engine, doomed.account_id), 0)
+    assert [key for key in _objects(s3, s3_bucket) if doomed.account_id in key] == []
+    assert result.rows_deleted == sum(before_doomed.values()) and result.objects_deleted > 0
+    async with graph_deps.sessions() as session:
+        tombstone = await session.scalar(select(AccountDeletion).where(
+            AccountDeletion.account_sha256 == account_sha256(doomed.account_id)))
+        artifacts_left = await session.scalar(select(func.count()).select_from(ToolArtifact).where(
+            ToolArtifact.account_id == doomed.account_id))
+    assert tombstone is not None and tombstone.rows_deleted == result.rows_deleted and artifacts_left == 0
+    assert doomed.account_id not in repr([getattr(tombstone, c.key) for c in AccountDeletion.__table__.c])
+
+    # B, byte for byte.
+    assert await _rows_of(engine, kept.account_id) == kept_rows
+    assert _objects(s3, s3_bucket, kept.account_id) == kept_objects
+
+    # A deleted account is unknown now: a second deletion is refused, nothing restarts.
+    with pytest.raises(RetentionError, match="no account"):
+        await start_account_deletion(temporal_env.client, graph_deps, task_queue, doomed.account_id)
