@@ -30,7 +30,8 @@ from temporalio.testing import WorkflowEnvironment
 
 from activities.deps import GraphDeps
 from dossier.client import DossierClient
-from dossier.retention import RetentionError, start_account_deletion
+from contracts import WorkflowName
+from dossier.retention import RetentionError, retention_schedule_id, start_account_deletion
 from dossier.services.models import Endpoints
 from dossier.services.worker import worker_environment
 from dossier.settings import Settings
@@ -113,6 +114,9 @@ async def test_deleting_an_account_survives_a_worker_kill_and_leaves_nothing_beh
     try:
         for client in clients:
             await _populate(client)
+        # The worker created the retention schedule at start (idempotently: the second worker finds it).
+        schedule = temporal_env.client.get_schedule_handle(retention_schedule_id(task_queue))
+        assert (await schedule.describe()).schedule.action.workflow == WorkflowName.RETENTION
         before_doomed = await _counts(engine, doomed.account_id)
         assert before_doomed["tool_artifacts"] > 0 and before_doomed["context_assemblies"] > 0
         assert before_doomed["policy_decisions"] > 0 and before_doomed["user_memories"] == 1
@@ -176,3 +180,4 @@ async def test_deleting_an_account_survives_a_worker_kill_and_leaves_nothing_beh
     # A deleted account is unknown now: a second deletion is refused, nothing restarts.
     with pytest.raises(RetentionError, match="no account"):
         await start_account_deletion(temporal_env.client, graph_deps, task_queue, doomed.account_id)
+    await schedule.delete()

@@ -32,7 +32,7 @@ from policy.retention import RAW_ARCHIVED_REASON, RAW_REDACTED_REASON, REDACTED_
 from policy.tools import ToolCatalog, ToolSpec
 from store import conversations, messages
 from store.errors import ArtifactRetainedError
-from store.models import ContextAssembly, PolicyDecision, ToolArtifact, ToolMemory
+from store.models import ContextAssembly, PolicyDecision, ToolArtifact, ToolCall, ToolMemory
 from store.payloads import read_artifact_payload
 from store.retention import archive_key
 
@@ -171,6 +171,7 @@ async def test_each_class_applies_after_its_period_and_not_before(account: Accou
 
     # delete: row and bytes gone; the memory says its source is missing, it does not point at nothing silently.
     assert await account.row(ToolArtifact, delete) is None
+    assert await account.row(ToolCall, made["delete"].artifact.tool_call_id) is not None  # the call row stays
     assert not await _exists(account.deps, account.account_id, keys["delete"])
     memory = await account.row(ToolMemory, made["delete"].memory.id)
     assert memory.resolution == ResolutionStatus.MISSING_SOURCE.value

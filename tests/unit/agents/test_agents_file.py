@@ -146,3 +146,15 @@ def test_the_readmes_agents_block_parses_with_one_agent_per_provider_and_only_kn
     assert agents.agents["ollama"].endpoint is not None
     assert agents.agents["ollama"].endpoint.base_url == "http://127.0.0.1:11434/v1"
     agents.check_tools([*default_registry().names(), "mcp.time.get_current_time"])
+
+
+def test_an_agents_retention_override_reaches_its_participants_config():
+    agents = parse_agents('[agents.medic]\nmodel = "scripted:analyst"\n'
+                          '[agents.medic.retention]\nartifacts = { kind = "delete", after_days = 7 }\n'
+                          'traces = { kind = "redact", after_days = 1 }\n', "a.toml")
+    config = agents.get("medic").participant_config()
+    assert config["retention"] == {"artifacts": {"kind": "delete", "after_days": 7},
+                                   "traces": {"kind": "redact", "after_days": 1}}
+    with pytest.raises(AgentsFileError, match="retention"):
+        parse_agents('[agents.medic]\nmodel = "scripted:analyst"\nretention = { artifacts = { kind = "shred" } }\n',
+                     "a.toml")

@@ -1,0 +1,114 @@
+"""The pure retention rules: what each class does to a record, when, and never twice."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from pydantic import ValidationError
+
+from policy.retention import (
+    KEEP,
+    RecordKind,
+    RetentionAction,
+    RetentionClass,
+    RetentionRule,
+    RetentionSpec,
+    RetentionState,
+    due_at,
+    effective_rule,
+    retention_action,
+)
+from policy.tools import ToolSpec
+
+WRITTEN = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
+A, M, T = RecordKind.ARTIFACT, RecordKind.MEMORY, RecordKind.TRACE
+LIVE = RetentionState.LIVE
+
+
+def rule(kind: str, days: int = 30) -> RetentionRule:
+    return RetentionRule(kind=RetentionClass(kind), after_days=days)
+
+
+@pytest.mark.parametrize(("kind", "record", "state", "expected"), [
+    ("archive", A, LIVE, RetentionAction.ARCHIVE),
+    ("redact", A, LIVE, RetentionAction.REDACT),
+    ("hash_only", A, LIVE, RetentionAction.HASH_ONLY),
+    ("delete", A, LIVE, RetentionAction.DELETE),
+    # Already applied: a repeated or resumed collection does nothing.
+    ("archive", A, RetentionState.ARCHIVED, RetentionAction.NONE),
+    ("redact", A, RetentionState.REDACTED, RetentionAction.NONE),
+    ("hash_only", A, RetentionState.HASH_ONLY, RetentionAction.NONE),
+    # Bytes already gone are not archived or redacted again by a changed rule; delete still deletes.
+    ("archive", A, RetentionState.REDACTED, RetentionAction.NONE),
+    ("delete", A, RetentionState.ARCHIVED, RetentionAction.DELETE),
+    # Memories: compact text in Postgres, nothing to archive.
+    ("archive", M, LIVE, RetentionAction.NONE),
+    ("redact", M, LIVE, RetentionAction.REDACT),
+    ("hash_only", M, LIVE, RetentionAction.HASH_ONLY),
+    ("delete", M, LIVE, RetentionAction.DELETE),
+    # Traces: every class but keep drops the stored messages, once.
+    ("archive", T, LIVE, RetentionAction.DROP_TRACE),
+    ("delete", T, LIVE, RetentionAction.DROP_TRACE),
+    ("redact", T, RetentionState.REDACTED, RetentionAction.NONE),
+])
+def test_each_class_once_it_is_due(kind: str, record: RecordKind, state: RetentionState,
+                                   expected: RetentionAction) -> None:
+    assert retention_action(record, rule(kind), state, WRITTEN, WRITTEN + timedelta(days=30)) is expected
+
+
+@pytest.mark.parametrize("kind", ["archive", "redact", "hash_only", "delete"])
+@pytest.mark.parametrize("record", list(RecordKind))
+def test_nothing_happens_before_the_period_ends(kind: str, record: RecordKind) -> None:
+    just_before = WRITTEN + timedelta(days=30) - timedelta(microseconds=1)
+    assert retention_action(record, rule(kind), LIVE, WRITTEN, just_before) is RetentionAction.NONE
+    assert due_at(rule(kind), WRITTEN) == WRITTEN + timedelta(days=30)
+
+
+@pytest.mark.parametrize("record", list(RecordKind))
+def test_keep_never_applies(record: RecordKind) -> None:
+    assert retention_action(record, KEEP, LIVE, WRITTEN, WRITTEN + timedelta(days=100_000)) is RetentionAction.NONE
+    assert due_at(KEEP, WRITTEN) is None
+
+
+def test_zero_days_applies_at_the_next_collection() -> None:
+    assert retention_action(A, rule("delete", 0), LIVE, WRITTEN, WRITTEN) is RetentionAction.DELETE
+
+
+def test_bad_rules_are_refused() -> None:
+    with pytest.raises(ValidationError):
+        RetentionRule(kind=RetentionClass.DELETE, after_days=-1)
+    with pytest.raises(ValidationError):
+        RetentionRule(kind=RetentionClass.KEEP, after_days=3)  # a keep rule with a period says two things
+    with pytest.raises(ValidationError):
+        RetentionSpec.model_validate({"artifacts": {"kind": "shred"}})
+    with pytest.raises(ValidationError):
+        RetentionSpec.model_validate({"artifact": {"kind": "delete"}})  # a misspelt kind is not ignored
+
+
+def test_the_agent_overrides_the_tool_and_keep_is_the_default() -> None:
+    tool = RetentionSpec(artifacts=rule("delete"), memories=rule("redact"))
+    agent = RetentionSpec(artifacts=rule("archive", 7), traces=rule("redact", 1))
+    assert effective_rule(A, tool, agent) == rule("archive", 7)
+    assert effective_rule(M, tool, agent) == rule("redact")  # the agent sets no memory rule: the tool's
+    assert effective_rule(T, tool, agent) == rule("redact", 1)
+    assert effective_rule(A, None, None) == KEEP
+    assert effective_rule(T, tool, None) == KEEP  # a tool has no say in traces
+    assert effective_rule(A, tool, RetentionSpec(artifacts=KEEP)) == KEEP  # an agent may keep what a tool drops
+
+
+def test_a_tool_spec_carries_its_retention() -> None:
+    spec = ToolSpec(name="health.read", retention={"artifacts": {"kind": "delete", "after_days": 7}})
+    assert spec.retention is not None and spec.retention.artifacts == rule("delete", 7)
+    assert ToolSpec(name="plain").retention is None
+
+
+def test_a_decorated_tool_declares_its_retention() -> None:
+    from dossier.tools import registered, tool
+
+    @tool(retention={"artifacts": {"kind": "delete", "after_days": 30}})
+    async def lookup(patient: str) -> dict:
+        """Look a patient up."""
+        return {"patient": patient}
+
+    assert registered(lookup).spec.retention.artifacts == rule("delete", 30)
