@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
-from datetime import timedelta
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 
 from temporalio.client import Client
 
-from contracts import Scope, TurnInput, TurnResult, WorkflowName
+from contracts import RetentionRunInput, RetentionRunResult, Scope, TurnInput, TurnResult, WorkflowName
 from dossier.client import DossierClient
+from dossier.retention import start_account_deletion
+from store.conversations import create_account
 
 TASK_QUEUE = "dossier-replay"
 """Fixed, so the task queue recorded in every history is the same from one recording to the next."""
@@ -147,6 +150,27 @@ async def scheduled_job(dossier: DossierClient, temporal: Client) -> str:
     return job.workflow_id
 
 
+async def retention_run(dossier: DossierClient, temporal: Client) -> str:
+    """A garbage-collection run at a fixed logical time, over a graph with a turn's records in it."""
+    await _analysis_turn(dossier, temporal, "retention", "answered")
+    handle = await temporal.start_workflow(
+        WorkflowName.RETENTION, RetentionRunInput(now=datetime(2027, 1, 1, tzinfo=UTC), batch_size=2),
+        id="replay-retention", task_queue=TASK_QUEUE, result_type=RetentionRunResult)
+    await handle.result()
+    return handle.id
+
+
+async def delete_account(dossier: DossierClient, temporal: Client) -> str:
+    """An account with a turn's records and a generated report, deleted step by step."""
+    async with dossier.deps.sessions() as session, session.begin():
+        account_id = await create_account(session, name="replay deletion")
+    doomed = replace(dossier, account_id=account_id)
+    await _analysis_turn(doomed, temporal, "deleted", "answered")
+    handle = await start_account_deletion(temporal, dossier.deps, TASK_QUEUE, account_id, batch_size=50)
+    await handle.result()
+    return handle.id
+
+
 SCENARIOS: dict[str, Scenario] = {
     "chat-tool-loop": chat_tool_loop,
     "deferred-tool": deferred_tool,
@@ -160,6 +184,8 @@ SCENARIOS: dict[str, Scenario] = {
     "subagent-timeout": subagent_timeout,
     "discussion": discussion,
     "scheduled-job": scheduled_job,
+    "retention-run": retention_run,
+    "delete-account": delete_account,
 }
 """Scenario name (the path in the file names) -> the session that records it."""
 
