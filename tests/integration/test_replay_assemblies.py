@@ -23,6 +23,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from activities.context import assemble_context
 from activities.deps import GraphDeps
+from activities.ingest import ToolOutcome, begin_tool_call, ingest_tool_result
 from activities.replay import recompute_assembly
 from contracts import Scope
 from dossier.client import DossierClient
@@ -30,16 +31,18 @@ from dossier.runtime import build_worker
 from dossier.settings import Settings
 from harness.scenarios import all_scenarios
 from harness.scenarios.runner import run_scenario
-from policy.enums import MessageRole, ResolutionStatus
+from policy.enums import MessageRole, ResolutionStatus, ToolCallStatus
 from policy.errors import UnknownPolicyVersionError
 from policy.policy import DEFAULT_POLICY, ContextPolicy
 from policy.records import canonical_json
 from policy.versions import LEAN_POLICY
-from store import conversations, messages, skills, user_memories
+from store import branches, conversations, messages, skills, user_memories
+from store import tools as tool_store
 from store.assemblies import list_context_assemblies
 from store.candidates import load_candidates
 from store.errors import AssemblyNotReplayableError, NotFoundError
 from store.models import ContextAssembly, PolicyDecision
+from store.payloads import read_artifact_payload
 from store.tool_memories import mark_memory_resolution
 
 SCENARIOS = all_scenarios()
@@ -166,3 +169,82 @@ async def test_refusals(graph_deps) -> None:
                               .values(user_memory_seq=None, candidate_limits=None))
     with pytest.raises(AssemblyNotReplayableError, match="before assemblies kept their replay inputs"):
         await recompute_assembly(graph_deps, outcome.account_id, fresh.assembly_id)
+
+
+# --------------------------------------------------------------------------- a real multi-step turn through Temporal
+
+
+@pytest.fixture
+async def dossier(temporal_env: WorkflowEnvironment, graph_deps: GraphDeps) -> AsyncIterator[DossierClient]:
+    """A client in a fresh account, with an in-process worker on a fresh task queue."""
+    task_queue = f"dossier-replay-{uuid.uuid4().hex[:8]}"
+    async with graph_deps.sessions() as session, session.begin():
+        account_id = await conversations.create_account(session, name="replay test")
+    worker = build_worker(temporal_env.client, graph_deps, task_queue=task_queue,
+                          workflow_failure_exception_types=[Exception])
+    client = DossierClient(deps=graph_deps, temporal=temporal_env.client,
+                           settings=Settings(temporal_task_queue=task_queue), account_id=account_id,
+                           poll_seconds=0.2)
+    async with worker:
+        yield client
+
+
+async def _assembly_ids(client: DossierClient, conversation_id: str) -> list[str]:
+    async with client.deps.sessions() as session:
+        stored = await list_context_assemblies(session, client.account_id, conversation_id=conversation_id,
+                                               limit=1000)
+    return [assembly.id for assembly in stored]
+
+
+async def _call_again(deps: GraphDeps, account_id: str, tool_call_id: str, call_id: str) -> None:
+    """The participant runs one of its calls again, through the capture path a turn uses: a new call,
+    artifact and memory, which supersedes the memory of the same subject it had."""
+    async with deps.sessions() as session:
+        call = await tool_store.get_tool_call(session, account_id, tool_call_id)
+        artifact = await tool_store.get_artifact_for_tool_call(session, account_id, tool_call_id)
+        raw = await read_artifact_payload(session, deps.artifacts, account_id, artifact.id)
+        branch = await branches.get_branch(session, account_id, call.branch_id)
+    again = await begin_tool_call(deps, account_id, branch.conversation_id, call.branch_id, call.participant_id,
+                                  call_id=call_id, name=call.name, arguments=call.arguments,
+                                  runtime_kind=call.runtime_kind, at=artifact.captured_at + timedelta(hours=1))
+    await ingest_tool_result(deps, account_id, again.id, ToolOutcome(status=ToolCallStatus.SUCCEEDED, result=raw,
+                                                                      content_type=artifact.content_type),
+                             captured_at=artifact.captured_at + timedelta(hours=1))
+
+
+async def test_a_multi_step_turn_recomputes_identically_after_more_turns(dossier: DossierClient) -> None:
+    account = dossier.account_id
+    conversation_id, branch_id = await dossier.new_conversation("replay")
+    scope = Scope(account_id=account, conversation_id=conversation_id, branch_id=branch_id)
+    participant = await dossier.participant(scope, "scripted:analyst")
+    async with dossier.deps.sessions() as session, session.begin():
+        await user_memories.put_user_memory(session, account, "The user reports in euros.")
+        await skills.put_skill_state(session, account, conversation_id, branch_id, participant, "report",
+                                     {"step": "gather"})
+
+    first = await dossier.chat(QUESTION, conversation_id=conversation_id)
+    assert first.result.status == "answered" and len(first.result.model_run_ids) >= 4
+    first_ids = await _assembly_ids(dossier, conversation_id)
+    assert len(first_ids) == len(first.result.model_run_ids)
+
+    # The graph moves on: a new user memory, the skill state rewritten, the same question twice more (new
+    # tool calls, artifacts and memories superseding the first turn's), memory resolutions changed.
+    async with dossier.deps.sessions() as session, session.begin():
+        await user_memories.put_user_memory(session, account, LATE_USER_MEMORY)
+        await skills.put_skill_state(session, account, conversation_id, branch_id, participant, "report",
+                                     {"step": "write"})
+    await _call_again(dossier.deps, account, first.result.tool_call_ids[1], "rerun-1")
+    second = await dossier.chat(QUESTION, conversation_id=conversation_id)
+    await _call_again(dossier.deps, account, first.result.tool_call_ids[1], "rerun-2")
+    await _move_on(dossier.deps, account, conversation_id, branch_id)
+    third = await dossier.chat(QUESTION, conversation_id=conversation_id)
+    assert second.result.status == third.result.status == "answered"
+    async with dossier.deps.sessions() as session:
+        now = await load_candidates(session, account, conversation_id, branch_id)
+    assert any(memory.superseded_by for memory in now.tool_memories), "no memory was superseded"
+    latest = await recompute_assembly(dossier.deps, account, (await _assembly_ids(dossier, conversation_id))[0])
+    assert LATE_USER_MEMORY in canonical_json(list(latest.messages)), "the late user memory reaches later calls"
+
+    every = await _assembly_ids(dossier, conversation_id)
+    assert set(first_ids) < set(every)
+    await _recompute_all(dossier.deps, account, every)
