@@ -18,7 +18,7 @@ from dataclasses import replace
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import func, select, update
+from sqlalchemy import delete, func, select, update
 from temporalio.testing import WorkflowEnvironment
 
 from activities.context import assemble_context
@@ -35,10 +35,11 @@ from policy.enums import MessageRole, ResolutionStatus, ToolCallStatus
 from policy.errors import UnknownPolicyVersionError
 from policy.policy import DEFAULT_POLICY, ContextPolicy
 from policy.records import canonical_json
+from policy.rehydration import RAW_MISSING_TEXT
 from policy.versions import LEAN_POLICY
 from store import branches, conversations, messages, skills, user_memories
 from store import tools as tool_store
-from store.assemblies import list_context_assemblies
+from store.assemblies import get_context_assembly, list_context_assemblies
 from store.candidates import load_candidates
 from store.errors import AssemblyNotReplayableError, NotFoundError
 from store.models import ContextAssembly, PolicyDecision
@@ -99,6 +100,9 @@ async def test_a_scenario_assembly_recomputes_identically_after_the_graph_moved_
     assert later.result.messages != outcome.messages, "the graph did not move on in a way the context shows"
 
     await _recompute_all(deps, outcome.account_id, [outcome.assembly_id, later.assembly_id])
+    async with deps.sessions() as session:
+        stored = await get_context_assembly(session, outcome.account_id, later.assembly_id)
+    assert stored.replay is not None and stored.replay.previous_assembly_id == outcome.assembly_id
 
 
 async def test_moving_on_changes_what_the_current_graph_gives(graph_deps) -> None:
@@ -248,3 +252,35 @@ async def test_a_multi_step_turn_recomputes_identically_after_more_turns(dossier
     every = await _assembly_ids(dossier, conversation_id)
     assert set(first_ids) < set(every)
     await _recompute_all(dossier.deps, account, every)
+
+
+async def test_what_replay_cannot_bring_back_is_reported(graph_deps) -> None:
+    """Deleted raw bytes and a deleted previous assembly: an honest difference, and a typed refusal."""
+    scenario = next(s for s in SCENARIOS if s.name == "exact_raw_csv_rehydration")
+    outcome = await run_scenario(scenario, graph_deps)
+    assert outcome.record.rehydrated_refs, "the scenario rehydrates raw evidence"
+    async with graph_deps.sessions() as session, session.begin():
+        await messages.append_message(session, outcome.account_id, outcome.conversation_id,
+                                      outcome.boundary.branch_id, role=MessageRole.USER, content="Thanks.")
+    later = await assemble_context(graph_deps, outcome.boundary.model_copy(
+        update={"now": outcome.boundary.now + timedelta(minutes=5)}))
+    stored = await recompute_assembly(graph_deps, outcome.account_id, later.assembly_id)
+    assert stored.identical and stored.stored.replay.previous_assembly_id == outcome.assembly_id
+
+    # The raw object is deleted from S3 (retention): the recomputation says the bytes are missing, so the
+    # messages differ from the stored ones, and `identical` says so.
+    artifact_id = outcome.record.rehydrated_refs[0].split(":", 1)[1].split("#", 1)[0]
+    async with graph_deps.sessions() as session:
+        artifact = await tool_store.get_artifact(session, outcome.account_id, artifact_id)
+    assert artifact.storage_key is not None
+    await graph_deps.artifacts.delete(outcome.account_id, artifact.storage_key)
+    gone = await recompute_assembly(graph_deps, outcome.account_id, outcome.assembly_id)
+    assert not gone.identical
+    assert RAW_MISSING_TEXT in canonical_json(list(gone.messages))
+
+    # The previous assembly the later one continued is deleted: it can no longer be recomputed.
+    async with graph_deps.sessions() as session, session.begin():
+        await session.execute(delete(PolicyDecision).where(PolicyDecision.context_assembly_id == outcome.assembly_id))
+        await session.execute(delete(ContextAssembly).where(ContextAssembly.id == outcome.assembly_id))
+    with pytest.raises(AssemblyNotReplayableError, match="previous assembly"):
+        await recompute_assembly(graph_deps, outcome.account_id, later.assembly_id)
