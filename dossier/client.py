@@ -906,7 +906,8 @@ class DossierClient:
             InvalidInputError: a malformed id.
             UnknownIdError: the record or the run is not this account's.
         """
-        record_id = check_id(record_id, "record")
+        kind, _, bare = record_id.rpartition(":")  # a bare id, or ``<kind>:<id>`` as decisions name records
+        record_id = f"{kind}:{check_id(bare, 'record')}" if kind else check_id(bare, "record")
         model_run_id = check_id(model_run_id, "model run")
         return await _known(audit.why_not(self.deps, self.account_id, record_id, model_run_id))
 

@@ -85,7 +85,7 @@ def test_why_not_names_the_rule_for_each_kind_of_omission(run) -> None:
         "memory:mem-private": ("visibility", OmissionReason.NOT_VISIBLE),
         "memory:mem-secret": ("privacy", OmissionReason.PRIVACY_ROUTE),
         "memory:mem-old": ("supersession", OmissionReason.SUPERSEDED),
-        "message:u-0": ("transcript", OmissionReason.OUTSIDE_WINDOW),
+        "message:u-2": ("transcript", OmissionReason.OUTSIDE_WINDOW),
     }
     for ref, (rule, omission) in expected.items():
         verdict, result = _why(run, ref)
@@ -161,8 +161,9 @@ def test_diff_under_the_lean_policy_drops_the_window_and_reports_tokens(run) -> 
     before, after = run(world, bound), run(world, bound, policy=LEAN_POLICY)
     result = diff_assemblies(_side(before, "openai"), _side(after, "openai"))
     dropped = {change.ref for change in result.dropped}
-    # The default keeps the last 3 messages and the opening request; the lean policy keeps 1 and the opening.
-    assert {"message:u-5", "message:u-6"} <= dropped
+    # The default's window is the last 3 messages (u-5..u-7); the lean policy's is 1 (u-7), and the last
+    # user message (u-6) is kept by both as the current request.
+    assert "message:u-5" in dropped and not {"message:u-6", "message:u-7"} & dropped
     assert all(change.after_omission == OmissionReason.OUTSIDE_WINDOW.value for change in result.dropped
                if change.ref.startswith("message:"))
     assert result.added == ()
