@@ -68,8 +68,9 @@ def start(settings: Settings, record: dict[str, Any] | None, endpoints: Endpoint
     home = folder(settings)
     home.mkdir(parents=True, exist_ok=True)
     env = worker_environment(settings, endpoints)
-    if endpoints.temporal_ui_url and not settings.temporal_ui_url:
-        env["TEMPORAL_UI_URL"] = endpoints.temporal_ui_url
+    ui = settings.temporal_ui_url or endpoints.temporal_ui_url
+    if ui:
+        env["TEMPORAL_UI_URL"] = ui
     log_path = home / "inspector.log"
     handle = spawn([sys.executable, "-m", "dossier.inspector", "--port", str(port)], log_path, cwd=home, env=env)
     new = InspectorRecord(pid=handle.pid, create_time=handle.create_time, port=port)

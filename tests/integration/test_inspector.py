@@ -171,7 +171,9 @@ async def test_no_token_a_bad_token_or_an_expired_one_is_refused(app: httpx.Asyn
     assert login.status_code == 303
     cookie = login.headers["set-cookie"]
     assert f"{COOKIE}=" in cookie and "httponly" in cookie.lower() and "samesite=strict" in cookie.lower()
-    assert (await app.get("/", cookies={COOKIE: good})).status_code == 200
+    app.cookies.set(COOKIE, good)
+    assert (await app.get("/")).status_code == 200
+    app.cookies.clear()
     assert (await app.get("/login", params={"token": forged})).status_code == 401
     assert (await app.get("/healthz")).text == "ok"
 
@@ -210,3 +212,46 @@ async def _participant(deps: GraphDeps, a: Account) -> str:
         run = await messages.get_model_run(session, a.id, a.run_id)
         await tool_store.get_tool_call(session, a.id, a.tool_call_id)
     return run.participant_id
+
+
+async def test_the_service_serves_the_login_url_the_cli_prints(accounts: tuple[Account, Account], database_url: str,
+                                                                endpoints, s3_bucket: str, tmp_path):
+    """`dossier services up inspector` runs it as a process of its own; `dossier inspector --url` signs a viewer in."""
+    import asyncio
+    import os
+    import subprocess
+    import sys
+
+    from dossier.services import ensure_services, stop_services
+    from dossier.services.process import free_ports
+
+    a, b = accounts
+    settings = Settings(dossier_home=tmp_path, database_url=database_url, s3_endpoint=endpoints.s3_endpoint,
+                        s3_access_key=endpoints.s3_access_key, s3_secret_key=endpoints.s3_secret_key,
+                        s3_bucket=s3_bucket, temporal_ui_url="http://127.0.0.1:8233",
+                        inspector_port=free_ports(1)[0])
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_URL", "S3_", "TEMPORAL_", "DOSSIER_"))}
+    env.update(DOSSIER_HOME=str(tmp_path), DATABASE_URL=database_url, S3_ENDPOINT=endpoints.s3_endpoint,
+               S3_ACCESS_KEY=endpoints.s3_access_key, S3_SECRET_KEY=endpoints.s3_secret_key, S3_BUCKET=s3_bucket,
+               TEMPORAL_UI_URL="http://127.0.0.1:8233", INSPECTOR_PORT=str(settings.inspector_port))
+    try:
+        await asyncio.to_thread(ensure_services, settings, ["inspector"])
+        done = await asyncio.to_thread(subprocess.run, [sys.executable, "-m", "dossier.cli", "inspector", "--url",
+                                                        "--account", a.id], capture_output=True, text=True, env=env)
+        assert done.returncode == 0, done.stderr
+        url = done.stdout.strip()
+        assert url.startswith(f"http://127.0.0.1:{settings.inspector_port}/login?token=v1.{a.id}.")
+        async with httpx.AsyncClient() as http:
+            login = await http.get(url)
+            assert login.status_code == 303 and COOKIE in login.headers["set-cookie"]
+            http.cookies.set(COOKIE, login.cookies[COOKIE])
+            run = await http.get(url.split("/login")[0] + f"/runs/{a.run_id}")
+            assert run.status_code == 200 and "http://127.0.0.1:8233/namespaces/default/workflows/turn-" in run.text
+            foreign = await http.get(url.split("/login")[0] + f"/runs/{b.run_id}")
+            assert foreign.status_code == 404
+        refused = await asyncio.to_thread(subprocess.run, [sys.executable, "-m", "dossier.cli", "inspector", "--url",
+                                                           "--account", str(uuid.uuid4())],
+                                          capture_output=True, text=True, env=env)
+        assert refused.returncode == 2 and "not found" in refused.stderr
+    finally:
+        assert await asyncio.to_thread(stop_services, settings, ["inspector"]) == ["inspector"]
