@@ -255,3 +255,46 @@ async def test_the_service_serves_the_login_url_the_cli_prints(accounts: tuple[A
         assert refused.returncode == 2 and "not found" in refused.stderr
     finally:
         assert await asyncio.to_thread(stop_services, settings, ["inspector"]) == ["inspector"]
+
+
+async def test_the_isolation_prober_covers_every_page_and_counts_one_that_reads_with_the_owners_account(
+        accounts: tuple[Account, Account], graph_deps: GraphDeps, settings: Settings, endpoints,
+        monkeypatch: pytest.MonkeyPatch):
+    from sqlalchemy import text
+
+    from dossier.inspector import reads
+    from harness.harden.isolation import Prober, collect_ids
+    from harness.harden.isolation_inspector import inspector_paths
+    from harness.harden.report import Figures
+    from harness.harden.stack import Stack
+
+    a, b = accounts
+    stack = Stack(settings=settings, endpoints=endpoints, deps=graph_deps, services=("postgres", "s3"))
+    mine, theirs = await collect_ids(stack, a.id), await collect_ids(stack, b.id)
+    clean = Prober(Figures(quick=True))
+    await inspector_paths(stack, clean, mine, theirs)
+    assert clean.attempts >= 30 and clean.denied == clean.attempts, clean.figures.findings
+
+    # Deliberate break: the run and provenance pages read with the owner's account instead of the viewer's.
+    async def owner(table: str, record_id: str, fallback: str) -> str:
+        async with graph_deps.sessions() as session:
+            found = await session.scalar(text(f"SELECT account_id FROM {table} WHERE id::text=:i"), {"i": record_id})
+        return found or fallback
+
+    run_view, provenance = reads.run_view, reads.provenance
+
+    async def leaky_run(deps: GraphDeps, account_id: str, model_run_id: str):
+        return await run_view(deps, await owner("model_runs", model_run_id, account_id), model_run_id)
+
+    async def leaky_provenance(deps: GraphDeps, account_id: str, kind: str, record_id: str):
+        table = {"artifact": "tool_artifacts", "memory": "tool_memories", "tool_call": "tool_calls",
+                 "message": "messages"}[kind]
+        return await provenance(deps, await owner(table, record_id, account_id), kind, record_id)
+
+    monkeypatch.setattr(reads, "run_view", leaky_run)
+    monkeypatch.setattr(reads, "provenance", leaky_provenance)
+    broken = Prober(Figures(quick=True))
+    await inspector_paths(stack, broken, mine, theirs)
+    leaked = {f["what"] for f in broken.figures.findings}
+    assert {"inspector /runs/{model_run_id} is not denied like an unknown id",
+            "inspector /records/artifact/{artifact_id} is not denied like an unknown id"} <= leaked, leaked
