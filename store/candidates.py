@@ -14,11 +14,16 @@ LIMIT n``; the union is cut to ``n`` again. Cost therefore grows with the
 limits and the lineage depth, not with the size of the conversation.
 
 Everything is read as of ``snapshot_seq``: nodes after it are excluded, a
-tool call's state is the last one at or before it, and memory links to
-later memories are hidden (see :mod:`store.convert`). Loading the same
-snapshot again returns the same candidates, with two documented exceptions:
-a skill state rewritten after the snapshot leaves it (its ``seq`` moves), and
-a memory's ``resolution`` is always the current one.
+tool call's state is the last one at or before it, memory links to later
+memories are hidden, a memory's ``resolution`` is the one it had then, and a
+skill state rewritten later is read back from its history as the version
+current then (see :mod:`store.convert`). User memories belong to the account,
+not the conversation: they are read as of the account's user-memory snapshot
+(``user_memory_seq``, recorded with each assembly). Loading the same snapshots
+again therefore returns the same candidates, with one exception that is
+detected rather than hidden: a user memory forgotten since (it is deleted, and
+replay does not bring it back; :func:`activities.replay.recompute_assembly`
+refuses such an assembly with ``AssemblyNotReplayableError``).
 """
 
 from __future__ import annotations
@@ -30,8 +35,8 @@ from typing import TypeVar
 from sqlalchemy import ColumnElement, and_, func, or_, select, text, union_all
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from policy.enums import UNRESOLVED_STATUSES, ToolCallStatus
-from policy.records import CandidateSet, Lineage, ToolCallRecord
+from policy.enums import UNRESOLVED_STATUSES, ToolCallStatus, VisibilityScope
+from policy.records import CandidateSet, Lineage, SkillStateRecord, ToolCallRecord
 from store._sql import translate_errors
 from store.branches import _lineage_rows
 from store.convert import (
@@ -39,6 +44,7 @@ from store.convert import (
     to_checkpoint,
     to_message,
     to_participant,
+    skill_state_at,
     to_skill_state,
     to_tool_call,
     to_tool_memory,
@@ -46,6 +52,7 @@ from store.convert import (
 )
 from store.errors import NotFoundError
 from store.models import (
+    Account,
     Base,
     ContinuationCheckpoint,
     Conversation,
@@ -204,6 +211,64 @@ async def _pinned_calls(
     return rows, max(0, (total or 0) - len(rows))
 
 
+async def user_memory_snapshot(session: AsyncSession, account_id: str) -> int:
+    """The account's highest user-memory ``seq`` (0 when it has none): the snapshot an assembly records.
+
+    The account's counter is taken under a row lock until commit, so every user memory up to it is
+    committed and visible (as ``seq`` for a conversation, :func:`store._sql.allocate_seq`).
+
+    Raises:
+        NotFoundError: no such account.
+    """
+    next_seq = await session.scalar(select(Account.next_user_seq).where(Account.id == account_id))
+    if next_seq is None:
+        raise NotFoundError("account", account_id)
+    return int(next_seq) - 1
+
+
+async def _skill_states_at(
+    session: AsyncSession,
+    account_id: str,
+    conversation_id: str,
+    lineage: Lineage,
+    snapshot_seq: int,
+    limit: int,
+) -> tuple[SkillStateRecord, ...]:
+    """The ``limit`` most recently written skill states as of the snapshot, in ``seq`` order.
+
+    A state rewritten after the snapshot has moved on (its row's ``seq`` is later): it is read back
+    from the row's history as the version that was current at the snapshot.
+    """
+    current = await _pool(session, account_id, conversation_id, SkillState,
+                          _arms(SkillState, lineage, snapshot_seq, _VISIBLE_IN_CONVERSATION_SQL), limit)
+    states = [to_skill_state(row) for row in current]
+    branches = [step.branch_id for step in lineage.steps]
+    rewritten = await session.scalars(
+        select(SkillState).where(
+            SkillState.account_id == account_id, SkillState.conversation_id == conversation_id,
+            SkillState.seq > snapshot_seq,
+            or_(SkillState.branch_id.in_(branches), text(f"({_VISIBLE_IN_CONVERSATION_SQL})")),
+        )
+    )
+    for row in rewritten:
+        state = skill_state_at(row, snapshot_seq)
+        if state is not None and _on_lineage_at(state, lineage, snapshot_seq):
+            states.append(state)
+    states.sort(key=lambda state: state.seq)
+    return tuple(states[-limit:]) if limit > 0 else ()
+
+
+def _on_lineage_at(state: SkillStateRecord, lineage: Lineage, snapshot_seq: int) -> bool:
+    """Whether a version read from history matches one of the pool's arms (``_arms``) at the snapshot."""
+    if state.visibility is VisibilityScope.CONVERSATION:
+        return True
+    for step in lineage.steps:
+        until = snapshot_seq if step.until_seq is None else min(step.until_seq, snapshot_seq)
+        if step.branch_id == state.branch_id and state.seq <= until:
+            return True
+    return False
+
+
 @translate_errors
 async def load_candidates(
     session: AsyncSession,
@@ -213,6 +278,7 @@ async def load_candidates(
     limits: CandidateLimits = DEFAULT_LIMITS,
     *,
     up_to_seq: int | None = None,
+    user_memory_seq: int | None = None,
     extra_artifact_ids: Sequence[str] = (),
 ) -> CandidateSet:
     """Load the candidate pool for a generation on ``branch_id``.
@@ -225,6 +291,9 @@ async def load_candidates(
         limits: bounds on each pool.
         up_to_seq: load a historical snapshot; the current one when ``None``
             (a value beyond the current ``seq`` is clamped to it).
+        user_memory_seq: the account's user-memory snapshot (user memories are account-wide, outside
+            the conversation's ``seq``): only those up to it are loaded; the current one when ``None``
+            (read it first with :func:`user_memory_snapshot` to record it).
         extra_artifact_ids: artifacts to load whatever their age (e.g. the
             generation's evidence requests); ignored if unknown.
 
@@ -305,12 +374,8 @@ async def load_candidates(
         )
     artifacts = _merge(recent_artifacts, cited_artifacts)
 
-    skill_states = await _pool(
-        *args,
-        SkillState,
-        _arms(SkillState, lineage, snapshot_seq, _VISIBLE_IN_CONVERSATION_SQL),
-        limits.max_skill_states,
-    )
+    skill_states = await _skill_states_at(session, account_id, conversation_id, lineage, snapshot_seq,
+                                          limits.max_skill_states)
     checkpoints = await _pool(
         *args,
         ContinuationCheckpoint,
@@ -322,10 +387,12 @@ async def load_candidates(
         .where(Participant.account_id == account_id, Participant.conversation_id == conversation_id)
         .order_by(Participant.created_at, Participant.id)
     )
+    if user_memory_seq is None:
+        user_memory_seq = await user_memory_snapshot(session, account_id)
     user_memories = list(
         await session.scalars(
             select(UserMemory)
-            .where(UserMemory.account_id == account_id)
+            .where(UserMemory.account_id == account_id, UserMemory.seq <= user_memory_seq)
             .order_by(UserMemory.seq.desc())
             .limit(limits.max_user_memories)
         )
@@ -340,11 +407,11 @@ async def load_candidates(
         artifacts=tuple(to_artifact(row) for row in artifacts),
         tool_memories=tuple(to_tool_memory(row, snapshot_seq, memory_seqs) for row in memories),
         user_memories=tuple(to_user_memory(row) for row in reversed(user_memories)),
-        skill_states=tuple(to_skill_state(row) for row in skill_states),
+        skill_states=skill_states,
         checkpoints=tuple(to_checkpoint(row) for row in checkpoints),
         unloaded_open_calls=unloaded_open,
         unloaded_failed_calls=unloaded_failed,
     )
 
 
-__all__ = ["DEFAULT_LIMITS", "CandidateLimits", "load_candidates"]
+__all__ = ["DEFAULT_LIMITS", "CandidateLimits", "load_candidates", "user_memory_snapshot"]
