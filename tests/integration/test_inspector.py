@@ -98,7 +98,7 @@ def _paths(a: Account) -> list[str]:
         f"/conversations/{a.conversation_id}",
         f"/conversations/{a.conversation_id}?branch={a.branch_id}",
         f"/runs/{a.run_id}",
-        # AUDIT: f"/runs/{a.run_id}/diff?against={a.other_run_id}",
+        f"/runs/{a.run_id}/diff?against={a.other_run_id}",
         f"/records/memory/{a.memory_id}",
         f"/records/artifact/{a.artifact_id}",
         f"/records/tool_call/{a.tool_call_id}",
@@ -143,7 +143,6 @@ async def test_a_foreign_id_is_the_same_404_as_an_unknown_one(app: httpx.AsyncCl
         assert foreign.status_code == missing.status_code == 404, foreign_path
         assert _blank(foreign.text, *vars(b).values()) == _blank(missing.text, *vars(unknown).values())
         assert f"{RAW_MARK}other B" not in foreign.text
-    return  # AUDIT
     # A's own run, B's record as the why-not subject: no B text comes back either.
     for ref in (f"artifact:{b.artifact_id}", f"memory:{b.memory_id}"):
         page = await app.get(f"/runs/{a.run_id}/why-not", params={"record": ref}, headers=_as(a))
@@ -298,3 +297,21 @@ async def test_the_isolation_prober_covers_every_page_and_counts_one_that_reads_
     leaked = {f["what"] for f in broken.figures.findings}
     assert {"inspector /runs/{model_run_id} is not denied like an unknown id",
             "inspector /records/artifact/{artifact_id} is not denied like an unknown id"} <= leaked, leaked
+
+
+async def test_what_if_replays_a_conversation_and_names_an_unknown_policy(app: httpx.AsyncClient,
+                                                                         accounts: tuple[Account, Account]):
+    from policy.versions import registered_names
+
+    a, b = accounts
+    lean = registered_names()[-1]
+    page = await app.get("/what-if", params={"policy": lean, "conversation": a.conversation_id}, headers=_as(a))
+    assert page.status_code == 200 and "Assemblies" in page.text and f"/runs/{a.run_id}" in page.text
+    unknown = await app.get("/what-if", params={"policy": "no-such-policy/9", "conversation": a.conversation_id},
+                            headers=_as(a))
+    assert unknown.status_code == 400 and "unknown policy version" in unknown.text
+    foreign = await app.get("/what-if", params={"policy": lean, "conversation": b.conversation_id}, headers=_as(a))
+    missing = await app.get("/what-if", params={"policy": lean, "conversation": str(uuid.uuid4())}, headers=_as(a))
+    assert foreign.status_code == missing.status_code == 404 and foreign.text == missing.text
+    diff = await app.get(f"/runs/{a.run_id}/diff", headers=_as(a))
+    assert diff.status_code == 200 and "Shared prefix" in diff.text
