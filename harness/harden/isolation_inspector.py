@@ -40,11 +40,12 @@ def _paths(ids: dict[str, str], policy: str) -> list[tuple[str, str]]:
         ("/conversations/{conversation_id}?branch={branch_id}",
          f"/conversations/{ids['conversation']}?branch={ids['branch']}"),
         ("/runs/{model_run_id}", f"/runs/{ids['model_run']}"),
+        # The audit pages take a stored assembly's id for its run: seed scenarios assemble without a run.
         ("/runs/{model_run_id}/why-not?record={record_ref}",
-         f"/runs/{ids['model_run']}/why-not?record=artifact:{ids['artifact']}"),
-        ("/runs/{model_run_id}/diff", f"/runs/{ids['model_run']}/diff"),
+         f"/runs/{ids['assembly']}/why-not?record=artifact:{ids['artifact']}"),
+        ("/runs/{model_run_id}/diff", f"/runs/{ids['assembly']}/diff"),
         ("/runs/{model_run_id}/diff?against={model_run_id}",
-         f"/runs/{ids['model_run']}/diff?against={ids['model_run']}"),
+         f"/runs/{ids['assembly']}/diff?against={ids['assembly']}"),
         ("/records/memory/{memory_id}", f"/records/memory/{ids['memory']}"),
         ("/records/artifact/{artifact_id}", f"/records/artifact/{ids['artifact']}"),
         ("/records/tool_call/{tool_call_id}", f"/records/tool_call/{ids['tool_call']}"),
@@ -59,7 +60,8 @@ def _ids(account: AccountIds) -> dict[str, str]:
     branch = account.ids.get("branch") or [(_uuid(), _uuid())]
     return {"conversation": branch[0][0], "branch": branch[0][1], "model_run": _first(account, "model_run"),
             "artifact": _first(account, "artifact"), "memory": _first(account, "memory"),
-            "tool_call": _first(account, "tool_call"), "message": _first(account, "message")}
+            "tool_call": _first(account, "tool_call"), "message": _first(account, "message"),
+            "assembly": _first(account, "assembly")}
 
 
 async def inspector_paths(stack: Stack, prober: Prober, me: AccountIds, other: AccountIds) -> None:
@@ -90,12 +92,12 @@ async def inspector_paths(stack: Stack, prober: Prober, me: AccountIds, other: A
         for (path, foreign_url), (_, unknown_url) in zip(foreign_paths, unknown_paths, strict=True):
             await prober.attempt(f"inspector {path}", foreign_url, unknown_url, viewer,
                                  leak_check=lambda result: result[0] == 200)
-        # My own run, their records as the why-not subject.
+        # My own assembly, their records as the why-not subject.
         for kind in ("artifact", "memory", "tool_call", "message"):
             await prober.attempt(
                 f"inspector why-not(own run, foreign {kind})",
-                f"/runs/{mine['model_run']}/why-not?record={kind}:{theirs[kind]}",
-                f"/runs/{mine['model_run']}/why-not?record={kind}:{unknown[kind]}", viewer,
+                f"/runs/{mine['assembly']}/why-not?record={kind}:{theirs[kind]}",
+                f"/runs/{mine['assembly']}/why-not?record={kind}:{unknown[kind]}", viewer,
                 leak_check=lambda result, t=theirs[kind]: t in result[1])
         # Their account in tokens this inspector will not accept: the same 401 as a garbage token.
         forged = issue_token(secrets.token_hex(32).encode(), other.account)
