@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from typing import Any
+from wsgiref.simple_server import WSGIServer
 
 from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
@@ -37,7 +38,7 @@ SERVICE_NAME = "dossier-worker"
 """The ``service.name`` resource attribute of the worker's spans."""
 
 
-def serve_metrics(port: int, registry: CollectorRegistry, *, addr: str = "0.0.0.0") -> int | None:
+def serve_metrics(port: int, registry: CollectorRegistry, *, addr: str = "0.0.0.0") -> WSGIServer | None:
     """Serve ``registry`` on ``http://addr:port/metrics`` from a daemon thread.
 
     Args:
@@ -46,17 +47,17 @@ def serve_metrics(port: int, registry: CollectorRegistry, *, addr: str = "0.0.0.
         addr: the address to bind (every interface by default, for a scraper on another host).
 
     Returns:
-        The port served, or ``None`` when disabled or the port is taken.
+        The HTTP server (``shutdown()`` stops it), or ``None`` when disabled or the port is taken.
     """
     if port == 0:
         return None
     try:
-        start_http_server(port, addr=addr, registry=registry)
+        server, _thread = start_http_server(port, addr=addr, registry=registry)
     except OSError as error:
         logger.warning("metrics: cannot serve on %s:%d (%s); the worker runs without /metrics", addr, port, error)
         return None
     logger.info("metrics on http://%s:%d/metrics", addr, port)
-    return port
+    return server
 
 
 def tracing_interceptor() -> TracingInterceptor:
