@@ -385,3 +385,31 @@ async def test_a_memory_superseded_again_on_a_sibling_branch_replays_as_it_was(g
     for assembly_id in stored:
         again = await recompute_assembly(deps, account_id, assembly_id)
         assert again.candidates == candidates[assembly_id]
+
+
+async def test_a_branch_moved_under_another_parent_is_reported_as_a_difference(graph_deps: GraphDeps) -> None:
+    """``reparent_branch`` rewrites a lineage in place: replay reads the new one, and ``identical`` says so."""
+    async with graph_deps.sessions() as session, session.begin():
+        account_id = await conversations.create_account(session, name="replay of a moved branch")
+        conversation = await conversations.create_conversation(session, account_id, title="t")
+        assistant = await conversations.add_participant(session, account_id, conversation.id, name="Assistant",
+                                                        provider="scripted", model="m")
+        root = conversation.root_branch_id
+        first = await messages.append_message(session, account_id, conversation.id, root, role=MessageRole.USER,
+                                              content="The budget is 10k.")
+        second = await messages.append_message(session, account_id, conversation.id, root, role=MessageRole.USER,
+                                               content="Correction: the budget is 12k.")
+        moved = (await branches.fork_branch(session, account_id, conversation.id, root, second.id, name="a")).id
+        await messages.append_message(session, account_id, conversation.id, moved, role=MessageRole.USER,
+                                      content="What is the budget?")
+    boundary = GenerationBoundary(account_id=account_id, conversation_id=conversation.id, branch_id=moved,
+                                  participant_id=assistant.id, runtime_kind=RuntimeKind.CHAT,
+                                  provider_route="local", now=datetime(2026, 11, 30, 9, 0, tzinfo=UTC))
+    assembled = await assemble_context(graph_deps, boundary)
+    assert "12k" in canonical_json(assembled.result.to_openai())
+    async with graph_deps.sessions() as session, session.begin():
+        other = (await branches.fork_branch(session, account_id, conversation.id, root, first.id, name="b")).id
+        await branches.reparent_branch(session, account_id, moved, other, first.id)
+    again = await recompute_assembly(graph_deps, account_id, assembled.assembly_id)
+    assert not again.identical
+    assert "12k" not in canonical_json(list(again.messages))
