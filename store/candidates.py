@@ -27,7 +27,10 @@ detected rather than hidden: a user memory forgotten since (it is deleted, and
 replay does not bring it back; :func:`activities.replay.recompute_assembly`
 refuses such an assembly with ``AssemblyNotReplayableError``). One bound
 is approximate: the live/superseded split of the tool-memory pool uses the
-current ``superseded_seq``, which only matters past ``max_memories``.
+current ``superseded_seq``, which only matters past ``max_memories``. And
+participants carry no ``seq``: all of the conversation's are loaded, a
+participant added later included (their rows never change, and an assembly
+reads only its own participant's).
 """
 
 from __future__ import annotations
