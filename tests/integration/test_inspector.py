@@ -233,13 +233,19 @@ async def test_the_service_serves_the_login_url_the_cli_prints(accounts: tuple[A
     env.update(DOSSIER_HOME=str(tmp_path), DATABASE_URL=database_url, S3_ENDPOINT=endpoints.s3_endpoint,
                S3_ACCESS_KEY=endpoints.s3_access_key, S3_SECRET_KEY=endpoints.s3_secret_key, S3_BUCKET=s3_bucket,
                TEMPORAL_UI_URL="http://127.0.0.1:8233", INSPECTOR_PORT=str(settings.inspector_port))
+    import socket
+
+    busy = socket.socket()  # the preferred port is taken: the service falls back to a free one
+    busy.bind(("127.0.0.1", settings.inspector_port))
+    busy.listen()
     try:
         await asyncio.to_thread(ensure_services, settings, ["inspector"])
         done = await asyncio.to_thread(subprocess.run, [sys.executable, "-m", "dossier.cli", "inspector", "--url",
                                                         "--account", a.id], capture_output=True, text=True, env=env)
         assert done.returncode == 0, done.stderr
         url = done.stdout.strip()
-        assert url.startswith(f"http://127.0.0.1:{settings.inspector_port}/login?token=v1.{a.id}.")
+        assert url.startswith("http://127.0.0.1:") and f"/login?token=v1.{a.id}." in url
+        assert not url.startswith(f"http://127.0.0.1:{settings.inspector_port}/")
         async with httpx.AsyncClient() as http:
             login = await http.get(url)
             assert login.status_code == 303 and COOKIE in login.headers["set-cookie"]
@@ -253,6 +259,7 @@ async def test_the_service_serves_the_login_url_the_cli_prints(accounts: tuple[A
                                           capture_output=True, text=True, env=env)
         assert refused.returncode == 2 and "not found" in refused.stderr
     finally:
+        busy.close()
         assert await asyncio.to_thread(stop_services, settings, ["inspector"]) == ["inspector"]
 
 
