@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Literal
 from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import Field, SecretStr, field_validator
@@ -147,6 +148,21 @@ class Settings(BaseSettings):
         if value is not None and not value.startswith(("http://", "https://")):
             raise ValueError(f"TEMPORAL_UI_URL starts with http:// or https://, got {value!r}")
         return value.rstrip("/") if value is not None else None
+
+    inspector_url: str | None = "http://127.0.0.1:8234"
+    """Base URL of the inspector (`dossier inspector`) that run summaries in the Temporal UI link to
+    (`/conversations/<id>`, `/runs/<id>`); the default is the inspector's default address."""
+
+    metrics_port: int = Field(default=9464, ge=0, le=65535)
+    """Port on which the worker serves Prometheus metrics (`/metrics`); 0 serves none. A taken port is
+    logged and skipped."""
+
+    tracing_exporter: Literal["otlp", "console", "none"] | None = None
+    """Where the worker's OpenTelemetry spans go; unset means `otlp` when `OTEL_EXPORTER_OTLP_ENDPOINT`
+    is set, else `none` (see `dossier.telemetry`)."""
+
+    otel_exporter_otlp_endpoint: str | None = None
+    """OTLP/HTTP collector base URL (`http://host:4318`), OpenTelemetry's standard variable."""
 
     @field_validator("openai_base_url", "anthropic_base_url")
     @classmethod
