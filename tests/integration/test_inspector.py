@@ -322,3 +322,7 @@ async def test_what_if_replays_a_conversation_and_names_an_unknown_policy(app: h
     assert foreign.status_code == missing.status_code == 404 and foreign.text == missing.text
     diff = await app.get(f"/runs/{a.run_id}/diff", headers=_as(a))
     assert diff.status_code == 200 and "Shared prefix" in diff.text
+    # The turn's first call has no previous one: said so for the viewer's own run, a 404 for anyone else's.
+    first = await app.get(f"/runs/{a.other_run_id}/diff", headers=_as(a))
+    assert first.status_code == 200 and "first call" in first.text
+    assert (await app.get(f"/runs/{b.other_run_id}/diff", headers=_as(a))).status_code == 404
