@@ -462,21 +462,18 @@ async def _record_ref(deps: GraphDeps, account_id: str, record_id: str) -> str:
     Raises:
         NotFoundError: no record of the account has that id.
     """
-    kinds = RECORD_KINDS
+    asked, kinds = record_id, RECORD_KINDS
     if ":" in record_id:
         kind, _, record_id = record_id.partition(":")
-        if kind not in RECORD_KINDS:
-            raise NotFoundError("record", f"{kind}:{record_id}")
-        kinds = (kind,)
-    getters = _GETTERS
+        kinds = (kind,) if kind in RECORD_KINDS else ()
     async with deps.sessions() as session:
         for kind in kinds:
             try:
-                await getters[kind](session, account_id, record_id)
+                await _GETTERS[kind](session, account_id, record_id)
             except NotFoundError:
                 continue
             return f"{kind}:{record_id}"
-    raise NotFoundError("record", record_id)
+    raise NotFoundError("record", asked)  # the id as asked: a foreign one reads exactly like an unknown one
 
 
 async def _record(deps: GraphDeps, account_id: str, ref: str) -> Any:
