@@ -153,6 +153,10 @@ def test_final_decision_prefers_the_row_that_showed_the_record() -> None:
     ]
     assert final_decisions(rows)["memory:a"].kind == "freshness"
     assert "epoch:x" not in final_decisions(rows)
+    # A row that showed the record outranks a later one that did not (it reached the model either way).
+    shown_then_not = [rows[0], PolicyDecisionRecord(kind="appended", subject_ref="memory:a",
+                                                    outcome=DecisionOutcome.OMITTED, reason="x", policy_version="v")]
+    assert final_decisions(shown_then_not)["memory:a"].outcome is DecisionOutcome.INCLUDED
 
 
 def test_diff_under_the_lean_policy_drops_the_window_and_reports_tokens(run) -> None:
