@@ -76,6 +76,7 @@ from store import tools as tool_store
 from store.assemblies import get_context_assembly
 from store.errors import InvalidForkPointError, NotFoundError
 from store.models import ToolCall
+from workflows.visibility import INSPECTOR_MEMO, search_attributes, workflow_summary
 
 Progress = Callable[[str], None]
 """Called with a one-line progress report while a long wait goes on."""
@@ -216,6 +217,16 @@ class DossierClient:
                       ui_base=endpoints.temporal_ui_url, agents=agents)
 
     # ------------------------------------------------------------------ links
+
+    def _visibility(self, scope: Scope, runtime_kind: RuntimeKind | None, participant_id: str | None, what: str,
+                    *counts: str) -> dict[str, Any]:
+        """Search attributes, static summary and memo of a workflow start (see :mod:`workflows.visibility`)."""
+        inspector = self.settings.inspector_url
+        return {
+            "search_attributes": search_attributes(scope, runtime_kind, participant_id),
+            "static_summary": workflow_summary(what, scope, runtime_kind, inspector, *counts),
+            "memo": {INSPECTOR_MEMO: inspector} if inspector else None,
+        }
 
     def ui_url(self, workflow_id: str) -> str | None:
         """The run's page in the Temporal UI."""
@@ -379,6 +390,7 @@ class DossierClient:
             WorkflowName.AGENT_TURN, TurnInput(scope=scope, participant_id=participant_id, runtime_kind=runtime_kind,
                                                model_timeout_seconds=self.settings.model_timeout_seconds),
             id=workflow_id, task_queue=self.settings.temporal_task_queue, result_type=TurnResult,
+            **self._visibility(scope, runtime_kind, participant_id, "agent turn"),
         )
         outcome = TurnOutcome(scope.conversation_id, scope.branch_id, participant_id, name or default_name(model),
                               workflow_id, self.ui_url(workflow_id))
@@ -435,6 +447,8 @@ class DossierClient:
             MultiModelInput(scope=scope, participant_ids=tuple(participants),
                             model_timeout_seconds=self.settings.model_timeout_seconds),
             id=workflow_id, task_queue=self.settings.temporal_task_queue, result_type=MultiModelResult,
+            **self._visibility(scope, RuntimeKind.MULTI_MODEL, None, "multi-model turn",
+                               f"{len(participants)} participants"),
         )
         result = await self._wait(handle, progress)
         return [
@@ -477,6 +491,7 @@ class DossierClient:
             SubagentBatchInput(scope=scope, parent_participant_id=parent, children=tuple(tasks),
                                model_timeout_seconds=self.settings.model_timeout_seconds),
             id=workflow_id, task_queue=self.settings.temporal_task_queue, result_type=SubagentBatchResult,
+            **self._visibility(scope, None, parent, "subagent batch", f"{len(tasks)} subagents"),
         )
         result = await self._wait(handle, progress)
         resume = None
@@ -511,6 +526,8 @@ class DossierClient:
             DiscussionInput(scope=scope, participant_ids=tuple(participants), rounds=rounds,
                             model_timeout_seconds=self.settings.model_timeout_seconds),
             id=workflow_id, task_queue=self.settings.temporal_task_queue, result_type=DiscussionResult,
+            **self._visibility(scope, RuntimeKind.DISCUSSION, None, "discussion", f"{rounds} rounds",
+                               f"{len(participants)} participants"),
         )
         result = await self._wait(handle, progress)
         by_id = dict(zip(participants, names))
@@ -793,7 +810,10 @@ class DossierClient:
             schedule_id,
             Schedule(
                 action=ScheduleActionStartWorkflow(WorkflowName.SCHEDULED_JOB, job, id=f"job-{schedule_id}",
-                                                   task_queue=self.settings.temporal_task_queue),
+                                                   task_queue=self.settings.temporal_task_queue,
+                                                   **_schedule_visibility(self._visibility(
+                                                       scope, RuntimeKind.SCHEDULED_JOB, participant,
+                                                       "scheduled job"))),
                 spec=ScheduleSpec(intervals=[ScheduleIntervalSpec(every=every)]),
                 state=ScheduleState(paused=paused, note=f"dossier job {schedule_id}"),
             ),
@@ -977,6 +997,12 @@ async def _known(work: Awaitable[Any]) -> Any:
         return await work
     except NotFoundError as error:
         raise UnknownIdError(str(error)) from error
+
+
+def _schedule_visibility(options: dict[str, Any]) -> dict[str, Any]:
+    """:meth:`DossierClient._visibility`'s options under the names a schedule's start action takes."""
+    return {"typed_search_attributes": options["search_attributes"], "static_summary": options["static_summary"],
+            "memo": options["memo"]}
 
 
 def with_running_llm(settings: Settings) -> Settings:

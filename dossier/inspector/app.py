@@ -43,6 +43,7 @@ from starlette.templating import Jinja2Templates
 from activities.deps import GraphDeps
 from dossier.inspector import audit_views, reads
 from dossier.inspector.auth import COOKIE, TOKEN_TTL_SECONDS, verify_token
+from policy.errors import UnknownPolicyVersionError
 from store.errors import NotFoundError
 
 HERE = Path(__file__).parent
@@ -192,9 +193,15 @@ def create_app(deps: GraphDeps, *, secret: bytes, temporal_ui: str | None = None
         conversation_id = request.query_params.get("conversation") or None
         if conversation_id is not None:
             conversation_id = reads.check_uuid(conversation_id, "conversation")
-        answer = await audit_views.what_if(deps, account, policy, conversation_id) if policy else None
-        return page("what_if.html", request, account=account, policy=policy, conversation_id=conversation_id,
-                    versions=audit_views.policy_versions(), answer=answer)
+        answer, error = None, None
+        if policy:
+            try:
+                answer = await audit_views.what_if(deps, account, policy, conversation_id)
+            except UnknownPolicyVersionError as unknown:
+                error = str(unknown)
+        return page("what_if.html", request, status_code=400 if error else 200, account=account, policy=policy,
+                    conversation_id=conversation_id, versions=audit_views.policy_versions(), answer=answer,
+                    error=error)
 
     routes = [
         Route("/healthz", health),

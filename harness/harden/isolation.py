@@ -17,7 +17,9 @@ with and without its trace, why-not from a foreign run and from my own run
 about a foreign record, diff of consecutive calls, of two runs and under
 another policy, what-if by conversation, account and last N runs), S3 with a wrong key, and the
 runtime tools' paths: user memories (list, forget) and ``recall`` (a real
-recall call of mine naming another account's artifact, and its evidence rows).
+recall call of mine naming another account's artifact, and its evidence rows),
+and every page of the inspector that reads by id, with foreign ids and foreign
+tokens (``isolation_inspector``).
 """
 
 from __future__ import annotations
@@ -671,6 +673,8 @@ async def build_accounts(stack: Stack, quick: bool) -> list[AccountIds]:
 
 async def run_isolation(stack: Stack, figures: Figures, *, quick: bool = False, cli: bool = True) -> Prober:
     """The isolation part: sets ``isolation_attempts`` and ``isolation_denied``."""
+    from harness.harden.isolation_inspector import inspector_paths
+
     prober = Prober(figures)
     accounts = await build_accounts(stack, quick)
     # Each account probes the next one's ids (a ring: every account is prober and target once).
@@ -683,6 +687,7 @@ async def run_isolation(stack: Stack, figures: Figures, *, quick: bool = False, 
         await _assembly_paths(stack, prober, me, other, quick)
         await _client_paths(stack, prober, me.account, other)
         await _runtime_tool_paths(stack, prober, me.account, other)
+        await inspector_paths(stack, prober, me, other)
     if cli and "temporal" in stack.services:
         me, other = pairs[0]
         await _cli_paths(stack, prober, me.account, other, quick)

@@ -98,7 +98,7 @@ def _paths(a: Account) -> list[str]:
         f"/conversations/{a.conversation_id}",
         f"/conversations/{a.conversation_id}?branch={a.branch_id}",
         f"/runs/{a.run_id}",
-        # AUDIT: f"/runs/{a.run_id}/diff?against={a.other_run_id}",
+        f"/runs/{a.run_id}/diff?against={a.other_run_id}",
         f"/records/memory/{a.memory_id}",
         f"/records/artifact/{a.artifact_id}",
         f"/records/tool_call/{a.tool_call_id}",
@@ -143,7 +143,6 @@ async def test_a_foreign_id_is_the_same_404_as_an_unknown_one(app: httpx.AsyncCl
         assert foreign.status_code == missing.status_code == 404, foreign_path
         assert _blank(foreign.text, *vars(b).values()) == _blank(missing.text, *vars(unknown).values())
         assert f"{RAW_MARK}other B" not in foreign.text
-    return  # AUDIT
     # A's own run, B's record as the why-not subject: no B text comes back either.
     for ref in (f"artifact:{b.artifact_id}", f"memory:{b.memory_id}"):
         page = await app.get(f"/runs/{a.run_id}/why-not", params={"record": ref}, headers=_as(a))
@@ -171,7 +170,9 @@ async def test_no_token_a_bad_token_or_an_expired_one_is_refused(app: httpx.Asyn
     assert login.status_code == 303
     cookie = login.headers["set-cookie"]
     assert f"{COOKIE}=" in cookie and "httponly" in cookie.lower() and "samesite=strict" in cookie.lower()
-    assert (await app.get("/", cookies={COOKIE: good})).status_code == 200
+    app.cookies.set(COOKIE, good)
+    assert (await app.get("/")).status_code == 200
+    app.cookies.clear()
     assert (await app.get("/login", params={"token": forged})).status_code == 401
     assert (await app.get("/healthz")).text == "ok"
 
@@ -210,3 +211,107 @@ async def _participant(deps: GraphDeps, a: Account) -> str:
         run = await messages.get_model_run(session, a.id, a.run_id)
         await tool_store.get_tool_call(session, a.id, a.tool_call_id)
     return run.participant_id
+
+
+async def test_the_service_serves_the_login_url_the_cli_prints(accounts: tuple[Account, Account], database_url: str,
+                                                                endpoints, s3_bucket: str, tmp_path):
+    """`dossier services up inspector` runs it as a process of its own; `dossier inspector --url` signs a viewer in."""
+    import asyncio
+    import os
+    import subprocess
+    import sys
+
+    from dossier.services import ensure_services, stop_services
+    from dossier.services.process import free_ports
+
+    a, b = accounts
+    settings = Settings(dossier_home=tmp_path, database_url=database_url, s3_endpoint=endpoints.s3_endpoint,
+                        s3_access_key=endpoints.s3_access_key, s3_secret_key=endpoints.s3_secret_key,
+                        s3_bucket=s3_bucket, temporal_ui_url="http://127.0.0.1:8233",
+                        inspector_port=free_ports(1)[0])
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_URL", "S3_", "TEMPORAL_", "DOSSIER_"))}
+    env.update(DOSSIER_HOME=str(tmp_path), DATABASE_URL=database_url, S3_ENDPOINT=endpoints.s3_endpoint,
+               S3_ACCESS_KEY=endpoints.s3_access_key, S3_SECRET_KEY=endpoints.s3_secret_key, S3_BUCKET=s3_bucket,
+               TEMPORAL_UI_URL="http://127.0.0.1:8233", INSPECTOR_PORT=str(settings.inspector_port))
+    try:
+        await asyncio.to_thread(ensure_services, settings, ["inspector"])
+        done = await asyncio.to_thread(subprocess.run, [sys.executable, "-m", "dossier.cli", "inspector", "--url",
+                                                        "--account", a.id], capture_output=True, text=True, env=env)
+        assert done.returncode == 0, done.stderr
+        url = done.stdout.strip()
+        assert url.startswith(f"http://127.0.0.1:{settings.inspector_port}/login?token=v1.{a.id}.")
+        async with httpx.AsyncClient() as http:
+            login = await http.get(url)
+            assert login.status_code == 303 and COOKIE in login.headers["set-cookie"]
+            http.cookies.set(COOKIE, login.cookies[COOKIE])
+            run = await http.get(url.split("/login")[0] + f"/runs/{a.run_id}")
+            assert run.status_code == 200 and "http://127.0.0.1:8233/namespaces/default/workflows/turn-" in run.text
+            foreign = await http.get(url.split("/login")[0] + f"/runs/{b.run_id}")
+            assert foreign.status_code == 404
+        refused = await asyncio.to_thread(subprocess.run, [sys.executable, "-m", "dossier.cli", "inspector", "--url",
+                                                           "--account", str(uuid.uuid4())],
+                                          capture_output=True, text=True, env=env)
+        assert refused.returncode == 2 and "not found" in refused.stderr
+    finally:
+        assert await asyncio.to_thread(stop_services, settings, ["inspector"]) == ["inspector"]
+
+
+async def test_the_isolation_prober_covers_every_page_and_counts_one_that_reads_with_the_owners_account(
+        accounts: tuple[Account, Account], graph_deps: GraphDeps, settings: Settings, endpoints,
+        monkeypatch: pytest.MonkeyPatch):
+    from sqlalchemy import text
+
+    from dossier.inspector import reads
+    from harness.harden.isolation import Prober, collect_ids
+    from harness.harden.isolation_inspector import inspector_paths
+    from harness.harden.report import Figures
+    from harness.harden.stack import Stack
+
+    a, b = accounts
+    stack = Stack(settings=settings, endpoints=endpoints, deps=graph_deps, services=("postgres", "s3"))
+    mine, theirs = await collect_ids(stack, a.id), await collect_ids(stack, b.id)
+    clean = Prober(Figures(quick=True))
+    await inspector_paths(stack, clean, mine, theirs)
+    assert clean.attempts >= 30 and clean.denied == clean.attempts, clean.figures.findings
+
+    # Deliberate break: the run and provenance pages read with the owner's account instead of the viewer's.
+    async def owner(table: str, record_id: str, fallback: str) -> str:
+        async with graph_deps.sessions() as session:
+            found = await session.scalar(text(f"SELECT account_id FROM {table} WHERE id::text=:i"), {"i": record_id})
+        return found or fallback
+
+    run_view, provenance = reads.run_view, reads.provenance
+
+    async def leaky_run(deps: GraphDeps, account_id: str, model_run_id: str):
+        return await run_view(deps, await owner("model_runs", model_run_id, account_id), model_run_id)
+
+    async def leaky_provenance(deps: GraphDeps, account_id: str, kind: str, record_id: str):
+        table = {"artifact": "tool_artifacts", "memory": "tool_memories", "tool_call": "tool_calls",
+                 "message": "messages"}[kind]
+        return await provenance(deps, await owner(table, record_id, account_id), kind, record_id)
+
+    monkeypatch.setattr(reads, "run_view", leaky_run)
+    monkeypatch.setattr(reads, "provenance", leaky_provenance)
+    broken = Prober(Figures(quick=True))
+    await inspector_paths(stack, broken, mine, theirs)
+    leaked = {f["what"] for f in broken.figures.findings}
+    assert {"inspector /runs/{model_run_id} is not denied like an unknown id",
+            "inspector /records/artifact/{artifact_id} is not denied like an unknown id"} <= leaked, leaked
+
+
+async def test_what_if_replays_a_conversation_and_names_an_unknown_policy(app: httpx.AsyncClient,
+                                                                         accounts: tuple[Account, Account]):
+    from policy.versions import registered_names
+
+    a, b = accounts
+    lean = registered_names()[-1]
+    page = await app.get("/what-if", params={"policy": lean, "conversation": a.conversation_id}, headers=_as(a))
+    assert page.status_code == 200 and "Assemblies" in page.text and f"/runs/{a.run_id}" in page.text
+    unknown = await app.get("/what-if", params={"policy": "no-such-policy/9", "conversation": a.conversation_id},
+                            headers=_as(a))
+    assert unknown.status_code == 400 and "unknown policy version" in unknown.text
+    foreign = await app.get("/what-if", params={"policy": lean, "conversation": b.conversation_id}, headers=_as(a))
+    missing = await app.get("/what-if", params={"policy": lean, "conversation": str(uuid.uuid4())}, headers=_as(a))
+    assert foreign.status_code == missing.status_code == 404 and foreign.text == missing.text
+    diff = await app.get(f"/runs/{a.run_id}/diff", headers=_as(a))
+    assert diff.status_code == 200 and "Shared prefix" in diff.text
