@@ -235,8 +235,9 @@ async def test_diff_of_consecutive_calls(graph_deps) -> None:
 
     result = await audit.diff(graph_deps, outcome.account_id, run.id)
     assert (result.before.model_run_id, result.after.model_run_id) == (outcome.model_run_id, run.id)
-    assert any("And on Saturday morning?" in change.text for change in result.messages if change.side == "added")
-    assert result.shared_prefix_messages >= 1  # the participant's prompt at least
+    assert [(change.side, change.text) for change in result.messages] == [("added", "And on Saturday morning?")]
+    # The epoch continued: every message of the previous call is sent again, byte for byte.
+    assert result.shared_prefix_messages == len(outcome.messages)
     assert result.token_change > 0
     assert [change.ref for change in result.added if change.ref.startswith("message:")]
     both = await audit.diff(graph_deps, outcome.account_id, outcome.model_run_id, run.id)
@@ -246,6 +247,16 @@ async def test_diff_of_consecutive_calls(graph_deps) -> None:
 
     under_lean = await audit.diff(graph_deps, outcome.account_id, run.id, policy_version=LEAN_POLICY.version)
     assert under_lean.after.assembly_id is None and under_lean.after.policy_version == LEAN_POLICY.version_tag
+
+    # Both calls under the lean policy: the stale calendar memory and the older messages go from each.
+    report = await audit.what_if(graph_deps, outcome.account_id, LEAN_POLICY.version,
+                                 conversation_id=outcome.conversation_id)
+    assert [r.before.model_run_id for r in report.runs] == [outcome.model_run_id, run.id]
+    assert (report.totals.assemblies, report.totals.changed_assemblies, report.totals.added) == (2, 2, 0)
+    for one in report.runs:
+        assert any(change.ref.startswith("memory:") and change.after_omission == "stale" for change in one.dropped)
+        assert one.token_change < 0 and one.newly_fired == []
+    assert report.totals.newly_fired == {} and report.totals.billed_change < 0
 
 
 async def test_unknown_and_foreign_ids_read_the_same(graph_deps) -> None:

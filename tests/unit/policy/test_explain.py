@@ -203,6 +203,12 @@ def test_consecutive_calls_share_a_prefix_billed_at_the_cache_price(run, counter
     assert billed(Side(**{**base.__dict__, "provider_route": "no-such-route"})) == total
 
 
+def test_route_cache_prices() -> None:
+    assert (price_for_route("anthropic").read, price_for_route("anthropic").min_tokens) == (0.1, 1024)
+    assert (price_for_route("openai").read, price_for_route("openai").min_tokens) == (0.5, 1024)
+    assert price_for_route("scripted").read == price_for_route("no-such-route").read == 1.0
+
+
 def test_rule_families() -> None:
     def row(kind: str, ref: str, outcome: DecisionOutcome, omission: OmissionReason | None = None):
         return PolicyDecisionRecord(kind=kind, subject_ref=ref, outcome=outcome, reason="", omission=omission,
