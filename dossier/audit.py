@@ -26,6 +26,7 @@ result is a pydantic model with ``to_json()``.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -597,7 +598,10 @@ async def why_not(deps: GraphDeps, account_id: str, record_id: str, model_run_id
                            rehydrated_refs=stored.record.rehydrated_refs)
     if not verdict.included and not verdict.decisions:
         recomputed = await _recomputed(deps, account_id, stored.id)
-        if not isinstance(recomputed, Exception):
+        if isinstance(recomputed, Exception):
+            verdict = dataclasses.replace(verdict, rule="unknown", reason=(
+                f"no decision row names it, and the candidates could not be recomputed ({recomputed})"))
+        else:
             verdict = pure.why_not(ref, stored.decisions, shown, stored.record.policy_version,
                                    candidates=recomputed.candidates, viewer=_viewer(recomputed),
                                    requested_artifacts=_requested(recomputed),
@@ -798,8 +802,9 @@ def _totals(diffs: Sequence[AssemblyDiff]) -> WhatIfTotals:
 
 
 def dumps(result: AuditModel) -> str:
-    """A result as indented JSON (what ``--json`` prints)."""
-    return json.dumps(result.to_json(), indent=2, ensure_ascii=False)
+    """A result as indented JSON (what ``--json`` prints): ASCII only, so no stored text can reach a terminal
+    as a control or bidi character (JSON escapes them)."""
+    return json.dumps(result.to_json(), indent=2)
 
 
 __all__ = [

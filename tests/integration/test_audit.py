@@ -332,3 +332,29 @@ async def test_cli_json_shapes(graph_deps, monkeypatch: pytest.MonkeyPatch, data
     assert code == 0 and "was NOT included" in text and "not_visible" in text
     code, _ = await asyncio.to_thread(cli, "explain", "00000000-0000-4000-8000-000000000000", "--json")
     assert code == 2
+
+
+async def test_an_assembly_stored_before_replay_inputs_is_explained_from_its_rows(graph_deps) -> None:
+    from sqlalchemy import update
+
+    from store.models import ContextAssembly
+
+    outcome = await run_scenario(scenario("participant_visibility"), graph_deps)
+    async with graph_deps.sessions() as session, session.begin():
+        await session.execute(update(ContextAssembly).where(
+            ContextAssembly.account_id == outcome.account_id, ContextAssembly.id == outcome.assembly_id,
+        ).values(boundary=None, candidate_limits=None, user_memory_seq=None, user_memory_ids=None))
+    explained = await audit.explain(graph_deps, outcome.account_id, outcome.model_run_id, trace=True)
+    assert explained.trace_note and "could not be recomputed" in explained.trace_note
+    assert [row.ref for row in explained.trace] == [d.subject_ref for d in outcome.decisions]
+    scratch = await _memory(graph_deps, outcome, "notes.scratch")
+    # Decided by a stored row: answered as before. The raw artifact had no row: said to be unknown, not guessed.
+    assert (await audit.why_not(graph_deps, outcome.account_id, scratch, outcome.model_run_id)).omission == \
+        "not_visible"
+    chain = await audit.provenance(graph_deps, outcome.account_id, f"memory:{scratch}")
+    artifact = next(link.id for link in chain if link.kind == "artifact")
+    raw = await audit.why_not(graph_deps, outcome.account_id, artifact, outcome.model_run_id)
+    assert (raw.included, raw.rule) == (False, "unknown") and "could not be recomputed" in raw.reason
+    report = await audit.what_if(graph_deps, outcome.account_id, LEAN_POLICY.version,
+                                 conversation_id=outcome.conversation_id)
+    assert report.runs == [] and [s.assembly_id for s in report.skipped] == [outcome.assembly_id]
