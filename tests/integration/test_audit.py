@@ -358,3 +358,36 @@ async def test_an_assembly_stored_before_replay_inputs_is_explained_from_its_row
     report = await audit.what_if(graph_deps, outcome.account_id, LEAN_POLICY.version,
                                  conversation_id=outcome.conversation_id)
     assert report.runs == [] and [s.assembly_id for s in report.skipped] == [outcome.assembly_id]
+
+
+async def test_a_real_tool_loop_turn_is_explained_with_model_runs_in_the_chain(temporal_env, graph_deps) -> None:
+    """A multi-step scripted turn on Temporal: each call's tool results carry the run that made them."""
+    import uuid
+
+    from dossier.runtime import build_worker
+    from store import conversations
+
+    task_queue = f"dossier-audit-{uuid.uuid4().hex[:8]}"
+    async with graph_deps.sessions() as session, session.begin():
+        account_id = await conversations.create_account(session, name="audit turn")
+    client = DossierClient(deps=graph_deps, temporal=temporal_env.client,
+                           settings=Settings(temporal_task_queue=task_queue), account_id=account_id, poll_seconds=0.2)
+    async with build_worker(temporal_env.client, graph_deps, task_queue=task_queue,
+                            workflow_failure_exception_types=[Exception]):
+        outcome = await client.chat("Which region drove Q3 2026 revenue? Write me a short report.")
+    runs = outcome.result.model_run_ids
+    assert outcome.result.status == "answered" and len(runs) >= 4
+
+    last = await client.explain(runs[-1])
+    made_by = {link.id for row in last.included for link in row.provenance if link.kind == "model_run"}
+    assert made_by & set(runs[:-1]), "the tool calls' chains name the runs that made them"
+    chain = next(row.provenance for row in last.included if row.ref.startswith("tool_call:"))
+    assert [link.kind for link in chain][:2] == ["tool_call", "model_run"]
+    assert {"branch", "participant"} <= {link.kind for link in chain}
+    assert last.rehydrations or any(row.rule == "appended" for row in last.included)
+
+    # Consecutive calls of the tool loop: the second repeats the first's messages and appends its step.
+    step = await client.diff(runs[1])
+    assert (step.before.model_run_id, step.after.model_run_id) == (runs[0], runs[1])
+    assert step.shared_prefix_messages > 0 and step.added
+    assert all(change.side == "added" for change in step.messages)
