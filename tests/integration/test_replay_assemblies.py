@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import replace
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from sqlalchemy import delete, func, select, update
@@ -23,7 +23,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from activities.context import assemble_context
 from activities.deps import GraphDeps
-from activities.ingest import ToolOutcome, begin_tool_call, ingest_tool_result
+from activities.ingest import ToolOutcome, begin_tool_call, ingest_tool_result, record_attempt_failure
 from activities.replay import recompute_assembly
 from contracts import Scope
 from dossier.client import DossierClient
@@ -31,18 +31,19 @@ from dossier.runtime import build_worker
 from dossier.settings import Settings
 from harness.scenarios import all_scenarios
 from harness.scenarios.runner import run_scenario
-from policy.enums import MessageRole, ResolutionStatus, ToolCallStatus
+from policy.enums import MessageRole, ResolutionStatus, RuntimeKind, ToolCallStatus
 from policy.errors import UnknownPolicyVersionError
 from policy.policy import DEFAULT_POLICY, ContextPolicy
-from policy.records import canonical_json
+from policy.records import CandidateSet, GenerationBoundary, canonical_json
 from policy.rehydration import RAW_MISSING_TEXT
+from policy.tools import ToolCatalog, ToolSpec
 from policy.versions import LEAN_POLICY
 from store import branches, conversations, messages, skills, user_memories
 from store import tools as tool_store
 from store.assemblies import get_context_assembly, list_context_assemblies
-from store.candidates import load_candidates
+from store.candidates import CandidateLimits, load_candidates
 from store.errors import AssemblyNotReplayableError, NotFoundError
-from store.models import ContextAssembly, PolicyDecision
+from store.models import ContextAssembly, PolicyDecision, ToolMemory
 from store.payloads import read_artifact_payload
 from store.tool_memories import mark_memory_resolution
 
@@ -71,6 +72,13 @@ async def _move_on(deps: GraphDeps, account_id: str, conversation_id: str, branc
             flipped = (ResolutionStatus.MISSING_SOURCE if memory.resolution is ResolutionStatus.RESOLVED
                        else ResolutionStatus.RESOLVED)
             await mark_memory_resolution(session, account_id, memory.id, flipped)
+        # Open and failed calls resolved, succeeded ones failing on a retry: the pinned pools change.
+        for call in now.tool_calls:
+            if call.status is ToolCallStatus.SUCCEEDED:
+                await tool_store.update_tool_call(session, account_id, call.id, status=ToolCallStatus.FAILED,
+                                                  error="failed when run again")
+            else:
+                await tool_store.update_tool_call(session, account_id, call.id, status=ToolCallStatus.SUCCEEDED)
         await messages.append_message(session, account_id, conversation_id, branch_id, role=MessageRole.USER,
                                       content="And what about Q4?")
 
@@ -94,12 +102,16 @@ async def test_a_scenario_assembly_recomputes_identically_after_the_graph_moved_
     outcome = await run_scenario(scenario, graph_deps)
     deps = graph_deps
     boundary = outcome.boundary
+    at_first = await recompute_assembly(deps, outcome.account_id, outcome.assembly_id)
     await _move_on(deps, outcome.account_id, outcome.conversation_id, boundary.branch_id)
     # The same participant's next call, after all that: it continues the first one's epoch.
     later = await assemble_context(deps, boundary.model_copy(update={"now": boundary.now + timedelta(minutes=5)}))
     assert later.result.messages != outcome.messages, "the graph did not move on in a way the context shows"
 
     await _recompute_all(deps, outcome.account_id, [outcome.assembly_id, later.assembly_id])
+    # Not only the messages: the candidates read back are those read before the graph moved on.
+    after = await recompute_assembly(deps, outcome.account_id, outcome.assembly_id)
+    assert after.candidates == at_first.candidates
     async with deps.sessions() as session:
         stored = await get_context_assembly(session, outcome.account_id, later.assembly_id)
     assert stored.replay is not None and stored.replay.previous_assembly_id == outcome.assembly_id
@@ -121,6 +133,38 @@ async def test_moving_on_changes_what_the_current_graph_gives(graph_deps) -> Non
     assert LATE_USER_MEMORY in [m.text for m in now.user_memories]
     assert now.skill_states != before.skill_states and now.tool_memories != before.tool_memories
     assert at_snapshot.model_dump() == before.model_dump()
+
+
+async def test_pinned_pools_at_their_limits_replay_as_they_were(graph_deps) -> None:
+    """Pools of one pinned call: which calls were loaded and how many were counted past the limit."""
+    deps = replace(graph_deps, limits=CandidateLimits(max_tool_calls=1, max_pinned_tool_calls=1,
+                                                      max_open_tool_calls=1))
+    async with deps.sessions() as session, session.begin():
+        account_id = await conversations.create_account(session, name="replay at the limits")
+        conversation = await conversations.create_conversation(session, account_id, title="t")
+        assistant = await conversations.add_participant(session, account_id, conversation.id, name="Assistant",
+                                                        provider="scripted", model="m")
+        await messages.append_message(session, account_id, conversation.id, conversation.root_branch_id,
+                                      role=MessageRole.USER, content="Deploy it.")
+    at = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
+    for n in range(3):
+        call = await begin_tool_call(deps, account_id, conversation.id, conversation.root_branch_id, assistant.id,
+                                     call_id=f"call_deploy_{n}", name="deploy.run", arguments={"attempt": n},
+                                     runtime_kind=RuntimeKind.CHAT, at=at)
+        await record_attempt_failure(deps, account_id, call.id, attempt=1, error=f"deploy {n} failed", final=True,
+                                     at=at)
+        await begin_tool_call(deps, account_id, conversation.id, conversation.root_branch_id, assistant.id,
+                              call_id=f"call_wait_{n}", name="approval.wait", arguments={"n": n},
+                              runtime_kind=RuntimeKind.CHAT, at=at)
+    boundary = GenerationBoundary(account_id=account_id, conversation_id=conversation.id,
+                                  branch_id=conversation.root_branch_id, participant_id=assistant.id,
+                                  runtime_kind=RuntimeKind.CHAT, provider_route="local",
+                                  now=at + timedelta(minutes=5))
+    first = await assemble_context(deps, boundary)
+    assert (first.candidates.unloaded_failed_calls, first.candidates.unloaded_open_calls) == (2, 2)
+    await _move_on(deps, account_id, conversation.id, conversation.root_branch_id)
+    after = await recompute_assembly(graph_deps, account_id, first.assembly_id)
+    assert after.identical and after.candidates == first.candidates
 
 
 def before_user_seq(candidates) -> int:
@@ -284,3 +328,88 @@ async def test_what_replay_cannot_bring_back_is_reported(graph_deps) -> None:
         await session.execute(delete(ContextAssembly).where(ContextAssembly.id == outcome.assembly_id))
     with pytest.raises(AssemblyNotReplayableError, match="previous assembly"):
         await recompute_assembly(graph_deps, outcome.account_id, later.assembly_id)
+
+
+async def test_a_memory_superseded_again_on_a_sibling_branch_replays_as_it_was(graph_deps: GraphDeps) -> None:
+    """A pre-fork memory superseded on one branch, then on its sibling (which moves its ``superseded_seq``)."""
+    deps = replace(graph_deps, catalog=ToolCatalog(tools=(
+        ToolSpec(name="crm.get_account", result_kind="json", key_args=("account_id",)),)))
+    async with deps.sessions() as session, session.begin():
+        account_id = await conversations.create_account(session, name="replay across branches")
+        conversation = await conversations.create_conversation(session, account_id, title="t")
+        assistant = await conversations.add_participant(session, account_id, conversation.id, name="Assistant",
+                                                        provider="scripted", model="m")
+    root = conversation.root_branch_id
+    at = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
+
+    async def say(branch_id: str, text: str) -> str:
+        async with deps.sessions() as session, session.begin():
+            return (await messages.append_message(session, account_id, conversation.id, branch_id,
+                                                  role=MessageRole.USER, content=text)).id
+
+    async def tier(branch_id: str, key: str, value: str) -> None:
+        call = await begin_tool_call(deps, account_id, conversation.id, branch_id, assistant.id, call_id=f"call_{key}",
+                                     name="crm.get_account", arguments={"account_id": "A-1"},
+                                     runtime_kind=RuntimeKind.CHAT, at=at)
+        await ingest_tool_result(deps, account_id, call.id, ToolOutcome(
+            status=ToolCallStatus.SUCCEEDED, result=f'{{"id":"A-1","tier":"{value}"}}'.encode()), captured_at=at)
+
+    candidates: dict[str, CandidateSet] = {}
+
+    async def assemble(branch_id: str) -> str:
+        boundary = GenerationBoundary(account_id=account_id, conversation_id=conversation.id, branch_id=branch_id,
+                                      participant_id=assistant.id, runtime_kind=RuntimeKind.CHAT,
+                                      provider_route="local", now=at + timedelta(minutes=5))
+        assembled = await assemble_context(deps, boundary)
+        candidates[assembled.assembly_id] = assembled.candidates
+        return assembled.assembly_id
+
+    await tier(root, "root", "silver")
+    fork_at = await say(root, "Which tier is A-1?")
+    async with deps.sessions() as session, session.begin():
+        left = (await branches.fork_branch(session, account_id, conversation.id, root, fork_at, name="left")).id
+        right = (await branches.fork_branch(session, account_id, conversation.id, root, fork_at, name="right")).id
+    await tier(left, "left", "gold")
+    await say(left, "And now?")
+    stored = [await assemble(left), await assemble(root)]
+    await tier(right, "right", "platinum")
+    await say(right, "And now?")
+    stored.append(await assemble(right))
+    await tier(left, "left-again", "bronze")
+    async with deps.sessions() as session:
+        pre_fork = next(m for m in (await load_candidates(session, account_id, conversation.id, root)).tool_memories)
+        moved_to = await session.scalar(select(ToolMemory.superseded_seq).where(ToolMemory.id == pre_fork.id))
+    assert moved_to is not None and moved_to > candidates[stored[0]].snapshot_seq, \
+        "the sibling's supersession did not move superseded_seq past the left assembly's snapshot"
+    await _recompute_all(deps, account_id, stored)
+    for assembly_id in stored:
+        again = await recompute_assembly(deps, account_id, assembly_id)
+        assert again.candidates == candidates[assembly_id]
+
+
+async def test_a_branch_moved_under_another_parent_is_reported_as_a_difference(graph_deps: GraphDeps) -> None:
+    """``reparent_branch`` rewrites a lineage in place: replay reads the new one, and ``identical`` says so."""
+    async with graph_deps.sessions() as session, session.begin():
+        account_id = await conversations.create_account(session, name="replay of a moved branch")
+        conversation = await conversations.create_conversation(session, account_id, title="t")
+        assistant = await conversations.add_participant(session, account_id, conversation.id, name="Assistant",
+                                                        provider="scripted", model="m")
+        root = conversation.root_branch_id
+        first = await messages.append_message(session, account_id, conversation.id, root, role=MessageRole.USER,
+                                              content="The budget is 10k.")
+        second = await messages.append_message(session, account_id, conversation.id, root, role=MessageRole.USER,
+                                               content="Correction: the budget is 12k.")
+        moved = (await branches.fork_branch(session, account_id, conversation.id, root, second.id, name="a")).id
+        await messages.append_message(session, account_id, conversation.id, moved, role=MessageRole.USER,
+                                      content="What is the budget?")
+    boundary = GenerationBoundary(account_id=account_id, conversation_id=conversation.id, branch_id=moved,
+                                  participant_id=assistant.id, runtime_kind=RuntimeKind.CHAT,
+                                  provider_route="local", now=datetime(2026, 11, 30, 9, 0, tzinfo=UTC))
+    assembled = await assemble_context(graph_deps, boundary)
+    assert "12k" in canonical_json(assembled.result.to_openai())
+    async with graph_deps.sessions() as session, session.begin():
+        other = (await branches.fork_branch(session, account_id, conversation.id, root, first.id, name="b")).id
+        await branches.reparent_branch(session, account_id, moved, other, first.id)
+    again = await recompute_assembly(graph_deps, account_id, assembled.assembly_id)
+    assert not again.identical
+    assert "12k" not in canonical_json(list(again.messages))
