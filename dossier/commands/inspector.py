@@ -16,7 +16,6 @@ import asyncio
 import sys
 
 from dossier.client import ACCOUNT_FILE, InvalidInputError, check_id
-from dossier.services.state import read_state
 from dossier.settings import Settings
 from store.errors import NotFoundError
 
@@ -40,6 +39,7 @@ def _handler(args: argparse.Namespace) -> int:
     # The web stack (uvicorn, starlette) is imported only here: every other command starts without it.
     from dossier.inspector.auth import load_secret
     from dossier.inspector.serve import login_url, serve
+    from dossier.services.inspector import running_url
 
     settings = Settings()
     try:
@@ -49,7 +49,7 @@ def _handler(args: argparse.Namespace) -> int:
         return 2
     secret = load_secret(settings.dossier_home)
     if args.url:
-        print(login_url(_running_base(settings) or f"http://{args.host}:{args.port or settings.inspector_port}",
+        print(login_url(running_url(settings) or f"http://{args.host}:{args.port or settings.inspector_port}",
                         secret, account))
         return 0
 
@@ -76,13 +76,3 @@ async def _account(settings: Settings, given: str | None) -> str:
     async with open_graph(settings) as deps, deps.sessions() as session:
         return await conversations.get_account(session, account)
 
-
-def _running_base(settings: Settings) -> str | None:
-    """The embedded inspector service's URL while it runs."""
-    from dossier.services.inspector import InspectorRecord
-
-    record = read_state(settings.dossier_home).get("inspector")
-    if not record:
-        return None
-    found = InspectorRecord.model_validate(record)
-    return found.url if found.is_running() else None
