@@ -224,11 +224,11 @@ class DossierClient:
     def _visibility(self, scope: Scope, runtime_kind: RuntimeKind | None, participant_id: str | None, what: str,
                     *counts: str) -> dict[str, Any]:
         """Search attributes, static summary and memo of a workflow start (see :mod:`workflows.visibility`)."""
-        inspector = self.settings.inspector_url
+        inspector = self.settings.inspector_base_url()
         return {
             "search_attributes": search_attributes(scope, runtime_kind, participant_id),
             "static_summary": workflow_summary(what, scope, runtime_kind, inspector, *counts),
-            "memo": {INSPECTOR_MEMO: inspector} if inspector else None,
+            "memo": {INSPECTOR_MEMO: inspector},
         }
 
     def ui_url(self, workflow_id: str) -> str | None:
@@ -1030,8 +1030,8 @@ def with_running_inspector(settings: Settings) -> Settings:
     """
     if settings.inspector_url is not None:
         return settings
-    url = inspector_service.running_url(settings) or f"http://127.0.0.1:{settings.inspector_port}"
-    return settings.model_copy(update={"inspector_url": url})
+    return settings.model_copy(update={"inspector_url": inspector_service.running_url(settings)
+                                       or settings.inspector_base_url()})
 
 
 def check_text(text: str, what: str = "message", *, max_bytes: int) -> str:

@@ -165,6 +165,10 @@ class Settings(BaseSettings):
     otel_exporter_otlp_endpoint: str | None = None
     """OTLP/HTTP collector base URL (`http://host:4318`), OpenTelemetry's standard variable."""
 
+    def inspector_base_url(self) -> str:
+        """The inspector's base URL for links: ``INSPECTOR_URL``, else the embedded inspector's preferred port."""
+        return (self.inspector_url or f"http://127.0.0.1:{self.inspector_port}").rstrip("/")
+
     @field_validator("openai_base_url", "anthropic_base_url")
     @classmethod
     def _check_model_url(cls, value: str | None) -> str | None:

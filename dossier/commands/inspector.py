@@ -42,18 +42,27 @@ def _handler(args: argparse.Namespace) -> int:
     from dossier.services.inspector import running_url
 
     settings = Settings()
+    missing = ""
     try:
-        account = asyncio.run(_account(settings, args.account))
+        account: str | None = asyncio.run(_account(settings, args.account))
     except (InvalidInputError, NotFoundError) as error:
-        print(f"dossier: error: {error}", file=sys.stderr)
-        return 2
+        if args.url or args.account is not None:
+            print(f"dossier: error: {error}", file=sys.stderr)
+            return 2
+        # Serving needs no account: a fresh installation (a new compose stack) serves, and prints how to sign in.
+        account, missing = None, str(error)
     secret = load_secret(settings.dossier_home)
     if args.url:
+        assert account is not None
         print(login_url(running_url(settings) or f"http://{args.host}:{args.port or settings.inspector_port}",
                         secret, account))
         return 0
 
     def ready(base: str) -> None:
+        if account is None:
+            print(f"inspector: {base}\nno login URL yet: {missing}; then `dossier inspector --url` prints one",
+                  flush=True)
+            return
         print(f"inspector: {base}\nlogin URL for account {account}:\n{login_url(base, secret, account)}", flush=True)
 
     asyncio.run(serve(settings, host=args.host, port=args.port, ready=ready))

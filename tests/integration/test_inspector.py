@@ -263,6 +263,39 @@ async def test_the_service_serves_the_login_url_the_cli_prints(accounts: tuple[A
         assert await asyncio.to_thread(stop_services, settings, ["inspector"]) == ["inspector"]
 
 
+async def test_a_fresh_installation_serves_and_says_how_to_sign_in(database_url: str, endpoints, s3_bucket: str,
+                                                                    tmp_path):
+    """`dossier inspector` with no account yet (a new compose stack) serves, rather than exiting with an error."""
+    import asyncio
+    import os
+    import subprocess
+    import sys
+
+    from dossier.services.process import free_ports
+
+    port = free_ports(1)[0]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_URL", "S3_", "TEMPORAL_", "DOSSIER_"))}
+    env.update(DOSSIER_HOME=str(tmp_path), DATABASE_URL=database_url, S3_ENDPOINT=endpoints.s3_endpoint,
+               S3_ACCESS_KEY=endpoints.s3_access_key, S3_SECRET_KEY=endpoints.s3_secret_key, S3_BUCKET=s3_bucket)
+    server = subprocess.Popen([sys.executable, "-m", "dossier.cli", "inspector", "--port", str(port)], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert server.stdout is not None
+        first = await asyncio.to_thread(server.stdout.readline)
+        second = await asyncio.to_thread(server.stdout.readline)
+        assert first.strip() == f"inspector: http://127.0.0.1:{port}", server.stderr.read() if not first else first
+        assert second.startswith("no login URL yet: this installation has no account yet")
+        async with httpx.AsyncClient() as http:
+            assert (await http.get(f"http://127.0.0.1:{port}/healthz")).status_code == 200
+    finally:
+        server.terminate()
+        await asyncio.to_thread(server.wait)
+    # Printing a login URL still needs an account.
+    refused = await asyncio.to_thread(subprocess.run, [sys.executable, "-m", "dossier.cli", "inspector", "--url"],
+                                      capture_output=True, text=True, env=env)
+    assert refused.returncode == 2 and "has no account yet" in refused.stderr
+
+
 async def test_run_summaries_link_to_the_service_on_the_port_it_took(temporal_env: WorkflowEnvironment,
                                                                      graph_deps: GraphDeps, database_url: str,
                                                                      endpoints, s3_bucket: str, tmp_path):
