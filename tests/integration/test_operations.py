@@ -35,6 +35,8 @@ from dossier.services.process import free_ports
 from dossier.settings import Settings
 from dossier.telemetry import serve_metrics, tracing_interceptor
 from policy.enums import DecisionOutcome
+from provider_server import ProviderServer, Reply, openai_completion, openai_error
+from provider_turns import provider_dossier
 from store import conversations, messages
 from store.assemblies import get_context_assembly
 from store.records import StoredContextAssembly
@@ -285,3 +287,28 @@ async def test_the_trace_runs_from_the_workflow_through_activities_to_graph_and_
     # Spans name operations, never payloads.
     for span in mine:
         assert SECRET not in str(dict(span.attributes or {})), span.name
+
+
+async def test_provider_errors_latency_and_billed_estimate_from_reported_usage(
+        temporal_env: WorkflowEnvironment, graph_deps: GraphDeps, server: ProviderServer) -> None:
+    """A real OpenAI-format endpoint: one 503 (retried by Temporal), then an answer that reports cache reads."""
+    deps = replace(graph_deps, metrics=RuntimeMetrics())
+    metrics = serve_metrics(free_ports(1)[0], deps.metrics.registry, addr="127.0.0.1")
+    assert metrics is not None
+    server.reply(Reply(openai_error(503, "overloaded", type_="server_error"), status=503,
+                       headers={"retry-after": "0"}),
+                 Reply(openai_completion("done", prompt_tokens=1500, cached_tokens=1024)))
+    try:
+        async with provider_dossier(temporal_env, deps, server, "ops provider") as client:
+            outcome = await client.chat(f"hello {SECRET}", model="openai:gpt-test")
+        assert outcome.result is not None and outcome.result.status == "answered"
+        samples = _scrape(f"http://127.0.0.1:{metrics.server_port}/metrics")
+    finally:
+        metrics.shutdown()
+    assert _total(samples, "dossier_provider_errors_total", route="openai",
+                  error="ProviderUnavailableError") == 1
+    assert _total(samples, "dossier_provider_errors_total") == 1
+    assert _total(samples, "dossier_provider_request_seconds_count", route="openai") == 2
+    # OpenAI's prompt tokens include the cached ones: 476 uncached at 1.0 and 1024 cached at 0.5
+    # (policy.pricing's cache-read price for the openai route).
+    assert _total(samples, "dossier_billed_input_units_total", route="openai") == 476 + 1024 * 0.5
