@@ -23,6 +23,8 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from prometheus_client.parser import text_string_to_metric_families
+from temporalio.api.enums.v1 import IndexedValueType
+from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
 from temporalio.client import Client, WorkflowHandle
 from temporalio.converter import PayloadConverter
 from temporalio.testing import WorkflowEnvironment
@@ -31,9 +33,10 @@ from activities.deps import GraphDeps
 from activities.metrics import RuntimeMetrics
 from dossier.client import DossierClient, TurnOutcome
 from dossier.runtime import build_worker
-from dossier.services.process import free_ports
+from dossier.services.process import find_binary, free_ports
 from dossier.settings import Settings
 from dossier.telemetry import serve_metrics, tracing_interceptor
+from dossier.visibility import SEARCH_ATTRIBUTE_NAMES, ensure_search_attributes
 from policy.enums import DecisionOutcome
 from provider_server import ProviderServer, Reply, openai_completion, openai_error
 from provider_turns import provider_dossier
@@ -312,3 +315,17 @@ async def test_provider_errors_latency_and_billed_estimate_from_reported_usage(
     # OpenAI's prompt tokens include the cached ones: 476 uncached at 1.0 and 1024 cached at 0.5
     # (policy.pricing's cache-read price for the openai route).
     assert _total(samples, "dossier_billed_input_units_total", route="openai") == 476 + 1024 * 0.5
+
+
+async def test_a_server_without_the_search_attributes_gets_them_on_connect() -> None:
+    """What ``dossier.runtime.temporal_client`` does for a server nobody registered them on (idempotent)."""
+    env = await WorkflowEnvironment.start_local(dev_server_existing_path=str(find_binary("temporal")), ui=False)
+    try:
+        assert await ensure_search_attributes(env.client, "default") == list(SEARCH_ATTRIBUTE_NAMES)
+        assert await ensure_search_attributes(env.client, "default") == []
+        listed = await env.client.operator_service.list_search_attributes(
+            ListSearchAttributesRequest(namespace="default"))
+        assert all(listed.custom_attributes[name] == IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD
+                   for name in SEARCH_ATTRIBUTE_NAMES)
+    finally:
+        await env.shutdown()
