@@ -40,8 +40,8 @@ from dossier.visibility import SEARCH_ATTRIBUTE_NAMES, ensure_search_attributes
 from policy.enums import DecisionOutcome
 from provider_server import ProviderServer, Reply, openai_completion, openai_error
 from provider_turns import provider_dossier
-from store import conversations, messages
-from store.assemblies import get_context_assembly
+from store import conversations
+from store.assemblies import list_context_assemblies
 from store.records import StoredContextAssembly
 
 SECRET = "zebra-quartz-7194"
@@ -62,6 +62,9 @@ class Run:
     client: DossierClient
     chat: TurnOutcome
     multi: list[TurnOutcome]
+    subagents: str
+    """The subagent batch's workflow id."""
+    child_participants: tuple[str, ...]
     metrics_url: str
     spans: InMemorySpanExporter
 
@@ -103,7 +106,12 @@ async def run(temporal_env: WorkflowEnvironment, graph_deps: GraphDeps) -> Async
             multi = await client.multi(f"Which region sold most? codeword {SECRET}",
                                        ["scripted:analyst", "scripted:analyst"],
                                        conversation_id=chat.conversation_id, branch_id=chat.branch_id)
-            yield Run(client, chat, multi, f"http://127.0.0.1:{port}/metrics", spans)
+            batch, batch_id, _ = await client.subagents(
+                f"Audit the quarter, codeword {SECRET}",
+                [("scripted:researcher", f"Analyse sales/2026-q3-orders.csv by region, codeword {SECRET}")],
+                conversation_id=chat.conversation_id, branch_id=chat.branch_id)
+            yield Run(client, chat, multi, batch_id, tuple(c.participant_id for c in batch.children),
+                      f"http://127.0.0.1:{port}/metrics", spans)
     finally:
         server.shutdown()
 
@@ -132,13 +140,10 @@ async def _activity_summaries(handle: WorkflowHandle) -> list[str]:
 
 
 async def _assemblies(run: Run) -> list[StoredContextAssembly]:
-    run_ids = [*run.chat.model_run_ids, *(run_id for turn in run.multi for run_id in turn.model_run_ids)]
-    found = []
+    """Every assembly of the module's conversation (all its turns ran on this worker)."""
     async with run.client.deps.sessions() as session:
-        for run_id in run_ids:
-            model_run = await messages.get_model_run(session, run.client.account_id, run_id)
-            found.append(await get_context_assembly(session, run.client.account_id, model_run.context_assembly_id))
-    return found
+        return await list_context_assemblies(session, run.client.account_id, conversation_id=run.conversation_id,
+                                             limit=10_000)
 
 
 # ---------------------------------------------------------------- search attributes and summaries
@@ -159,6 +164,18 @@ async def test_runs_are_found_by_conversation_and_tagged_with_ids_and_kinds(run:
     assert found[run.multi[0].workflow_id]["DossierRuntimeKind"] == "multi_model"
     assert {found[child]["DossierParticipantId"] for child in children} == {t.participant_id for t in run.multi}
     assert {found[child]["DossierRuntimeKind"] for child in children} == {"multi_model"}
+
+    # A subagent batch: the parent tags its children and its resume with their own participant and kind.
+    child = f"{run.subagents}/child-{run.child_participants[0]}"
+    resume, resume_turn = f"{run.subagents}/resume", f"{run.subagents}/resume/turn"
+    found = await _find(temporal, f'DossierConversationId="{run.conversation_id}"',
+                        {run.subagents, child, resume, resume_turn})
+    parent = found[run.subagents]["DossierParticipantId"]
+    assert "DossierRuntimeKind" not in found[run.subagents]  # a batch is no model turn of its own
+    assert found[child]["DossierParticipantId"] == run.child_participants[0] != parent
+    assert found[child]["DossierRuntimeKind"] == "subagent_child"
+    assert found[resume]["DossierParticipantId"] == found[resume_turn]["DossierParticipantId"] == parent
+    assert found[resume]["DossierRuntimeKind"] == found[resume_turn]["DossierRuntimeKind"] == "parent_resume"
 
     by_kind = await _find(temporal, f'DossierConversationId="{run.conversation_id}" AND '
                                     f'DossierRuntimeKind="multi_model"', set(children))
@@ -194,6 +211,21 @@ async def test_summaries_show_kinds_counts_and_links_never_user_text(run: Run) -
             f"{first.legacy_tokens} replay tokens · {INSPECTOR}/runs/{runs[0]}") in summaries
     tool_steps = [text for text in summaries if text.startswith("execute tool · chat · ")]
     assert len(tool_steps) == len(run.chat.result.tool_call_ids) >= 3
+
+
+async def test_no_workflow_or_activity_summary_of_the_conversation_shows_user_text(run: Run) -> None:
+    temporal = run.client.temporal
+    expected = {run.chat.workflow_id, run.multi[0].workflow_id, *(f"{run.multi[0].workflow_id}/model-{i}" for i in (0, 1)),
+                run.subagents, f"{run.subagents}/child-{run.child_participants[0]}", f"{run.subagents}/resume",
+                f"{run.subagents}/resume/turn"}
+    workflow_ids = set(await _find(temporal, f'DossierConversationId="{run.conversation_id}"', expected))
+    assert workflow_ids == expected
+    for workflow_id in workflow_ids:
+        handle = temporal.get_workflow_handle(workflow_id)
+        texts = [await (await handle.describe()).static_summary(), *await _activity_summaries(handle)]
+        assert texts[0] is not None and texts[0].endswith(f"{INSPECTOR}/conversations/{run.conversation_id}")
+        for text in texts:
+            assert SECRET not in text and "codeword" not in text, (workflow_id, text)
 
 
 # ---------------------------------------------------------------- metrics
