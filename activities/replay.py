@@ -43,7 +43,8 @@ class Recomputed:
     stored: StoredContextAssembly
     """The stored assembly, its messages loaded."""
     result: AssemblyResult
-    """The recomputed messages, record and decisions."""
+    """The recomputed messages, record and decisions. The decisions are the policy's own: those a caller
+    added when the assembly was stored (a checkpoint restore's) are in ``stored.decisions`` only."""
     candidates: CandidateSet
     """The candidates read back at the stored snapshots."""
     messages: tuple[dict[str, Any], ...]

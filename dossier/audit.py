@@ -40,7 +40,10 @@ from policy.tokens import MESSAGE_OVERHEAD_TOKENS, TokenCounter
 from store import branches, checkpoints, conversations, messages, skills, tool_memories, user_memories
 from store import tools as tool_store
 from store.assemblies import get_context_assembly, list_context_assemblies
-from store.errors import NotFoundError
+from activities.replay import recompute_assembly
+from policy.errors import UnknownPolicyVersionError
+from policy.versions import policy_by_name
+from store.errors import AssemblyNotReplayableError, NotFoundError
 from store.records import StoredContextAssembly
 
 # --------------------------------------------------------------------------- result models
@@ -145,6 +148,14 @@ class Explanation(AuditModel):
     """With ``trace=True``: every candidate and the rule that decided it."""
     trace_note: str | None = None
     """Why the trace lists decision rows only (the candidates could not be recomputed)."""
+
+
+class Skipped(AuditModel):
+    """An assembly a what-if could not recompute, and why."""
+
+    assembly_id: str
+    model_run_id: str | None
+    reason: str
 
 
 class WhyNot(AuditModel):
@@ -258,6 +269,8 @@ class WhatIfReport(AuditModel):
     scope: dict[str, Any]
     runs: list[AssemblyDiff]
     totals: WhatIfTotals
+    skipped: list[Skipped] = Field(default_factory=list)
+    """Assemblies that cannot be recomputed (stored before their replay inputs were, a forgotten user memory)."""
 
 
 # --------------------------------------------------------------------------- loading
@@ -297,13 +310,9 @@ async def _recomputed(deps: GraphDeps, account_id: str, assembly_id: str) -> Any
     An assembly stored before its replay inputs were, or under a policy version no longer registered,
     cannot be recomputed; explain and why-not then answer from the stored rows alone.
     """
-    from activities.replay import recompute_assembly
-
     try:
         return await recompute_assembly(deps, account_id, assembly_id)
-    except NotFoundError:
-        raise
-    except Exception as error:  # noqa: BLE001 - any refusal to recompute means "rows only", said in the answer
+    except (AssemblyNotReplayableError, UnknownPolicyVersionError) as error:
         return error
 
 
@@ -405,7 +414,9 @@ async def _context(session: Any, account_id: str, model_run_id: str | None, bran
     if model_run_id and ("model_run", model_run_id) not in links:
         try:
             run = await messages.get_model_run(session, account_id, model_run_id)
-            label = f"{run.provider}:{run.model}" if run.provider and run.model else (run.model or "")
+            label = run.model or ""
+            if run.provider and ":" not in label:
+                label = f"{run.provider}:{label}"
             links[("model_run", run.id)] = ProvenanceLink(kind="model_run", id=run.id, label=label, detail={
                 "runtime_kind": run.runtime_kind.value, "status": run.status, "workflow_id": run.workflow_id})
         except NotFoundError:
@@ -434,23 +445,32 @@ async def _user_memory(session: Any, account_id: str, memory_id: str) -> Any:
     raise NotFoundError("user_memory", memory_id)
 
 
+_GETTERS = {
+    "memory": tool_memories.get_tool_memory, "artifact": tool_store.get_artifact,
+    "tool_call": tool_store.get_tool_call, "message": messages.get_message,
+    "checkpoint": checkpoints.get_checkpoint, "skill": skills.get_skill_state, "user_memory": _user_memory,
+}
+"""Account-scoped getters of each kind of record why-not accepts."""
+
 RECORD_KINDS = ("memory", "artifact", "tool_call", "message", "checkpoint", "skill", "user_memory")
 """The kinds of record why-not accepts, in the order an id is looked up."""
 
 
 async def _record_ref(deps: GraphDeps, account_id: str, record_id: str) -> str:
-    """``<kind>:<id>`` of a record of the account.
+    """``<kind>:<id>`` of a record of the account, from its bare id or its ``<kind>:<id>``.
 
     Raises:
         NotFoundError: no record of the account has that id.
     """
-    getters = {
-        "memory": tool_memories.get_tool_memory, "artifact": tool_store.get_artifact,
-        "tool_call": tool_store.get_tool_call, "message": messages.get_message,
-        "checkpoint": checkpoints.get_checkpoint, "skill": skills.get_skill_state, "user_memory": _user_memory,
-    }
+    kinds = RECORD_KINDS
+    if ":" in record_id:
+        kind, _, record_id = record_id.partition(":")
+        if kind not in RECORD_KINDS:
+            raise NotFoundError("record", f"{kind}:{record_id}")
+        kinds = (kind,)
+    getters = _GETTERS
     async with deps.sessions() as session:
-        for kind in RECORD_KINDS:
+        for kind in kinds:
             try:
                 await getters[kind](session, account_id, record_id)
             except NotFoundError:
@@ -459,18 +479,31 @@ async def _record_ref(deps: GraphDeps, account_id: str, record_id: str) -> str:
     raise NotFoundError("record", record_id)
 
 
-async def _where(deps: GraphDeps, account_id: str, ref: str, sent: Sequence[Mapping[str, Any]]) -> list[int]:
+async def _record(deps: GraphDeps, account_id: str, ref: str) -> Any:
+    """The record ``ref`` names, as the store holds it (the account's only)."""
     kind, _, record_id = ref.partition(":")
-    text = call_id = None
     async with deps.sessions() as session:
-        try:
-            if kind == "message":
-                text = (await messages.get_message(session, account_id, record_id)).content
-            elif kind == "tool_call":
-                call_id = (await tool_store.get_tool_call(session, account_id, record_id)).call_id
-        except NotFoundError:
-            pass
-    return pure.where_shown(ref, sent, text=text, call_id=call_id)
+        return await _GETTERS[kind](session, account_id, record_id)
+
+
+async def _where(deps: GraphDeps, account_id: str, ref: str, sent: Sequence[Mapping[str, Any]]) -> list[int]:
+    """The provider messages that carry ``ref`` (a transcript message by its text or its tool calls)."""
+    kind, _, record_id = ref.partition(":")
+    text, calls = None, []
+    if kind == "message":
+        async with deps.sessions() as session:
+            try:
+                message = await messages.get_message(session, account_id, record_id)
+                text = message.content
+                for request in message.tool_calls:
+                    try:
+                        calls.append((await tool_store.get_tool_call_by_call_id(session, account_id,
+                                                                                 request.call_id)).id)
+                    except NotFoundError:
+                        continue
+            except NotFoundError:
+                pass
+    return pure.where_shown(ref, sent, text=text, tool_call_ids=calls)
 
 
 # --------------------------------------------------------------------------- explain
@@ -495,12 +528,14 @@ async def explain(deps: GraphDeps, account_id: str, model_run_id: str, *, trace:
     sent = list(stored.messages or ())
     shown = _shown(stored)
     finals = pure.final_decisions(stored.decisions)
+    slices = {r.split("#", 1)[0]: r.split("#", 1)[1] if "#" in r else None for r in stored.record.rehydrated_refs}
     included = []
     for ref in pure.sorted_refs(r for r in shown if pure.is_record_ref(r)):
         row = finals.get(ref)
+        rule, reason, outcome = ((row.kind, row.reason, row.outcome.value) if row
+                                 else pure.selected_reason(ref, stored.record.rehydrated_refs))
         included.append(IncludedRecord(
-            ref=ref, reason=row.reason if row else "selected into the context", rule=row.kind if row else "selected",
-            outcome=row.outcome.value if row else DecisionOutcome.INCLUDED.value,
+            ref=ref, reason=reason, rule=rule, outcome=outcome,
             messages=await _where(deps, account_id, ref, sent),
             provenance=await provenance(deps, account_id, ref),
         ))
@@ -509,7 +544,6 @@ async def explain(deps: GraphDeps, account_id: str, model_run_id: str, *, trace:
                       omission=row.omission.value if row.omission else None)
         for ref, row in sorted(finals.items()) if ref not in shown and row.outcome in pure.KEPT_OUT
     ]
-    slices = {r.split("#", 1)[0]: r.split("#", 1)[1] if "#" in r else None for r in stored.record.rehydrated_refs}
     rehydrations = []
     for decision in stored.decisions:
         if decision.outcome is DecisionOutcome.REHYDRATED:
@@ -526,7 +560,7 @@ async def explain(deps: GraphDeps, account_id: str, model_run_id: str, *, trace:
             found = pure.trace(stored.decisions, shown, stored.record.policy_version)
         else:
             found = pure.trace(stored.decisions, shown, stored.record.policy_version, recomputed.candidates,
-                               _viewer(recomputed), _requested(recomputed))
+                               _viewer(recomputed), _requested(recomputed), stored.record.rehydrated_refs)
         rows = [DecisionRow.model_validate(row) for row in found]
     return Explanation(
         model_run_id=stored.model_run_id, assembly_id=stored.id, conversation_id=stored.conversation_id,
@@ -562,16 +596,19 @@ async def why_not(deps: GraphDeps, account_id: str, record_id: str, model_run_id
     stored = await _run_assembly(deps, account_id, model_run_id)
     ref = await _record_ref(deps, account_id, record_id)
     shown = _shown(stored)
-    verdict = pure.why_not(ref, stored.decisions, shown, stored.record.policy_version)
+    verdict = pure.why_not(ref, stored.decisions, shown, stored.record.policy_version,
+                           rehydrated_refs=stored.record.rehydrated_refs)
     if not verdict.included and not verdict.decisions:
         recomputed = await _recomputed(deps, account_id, stored.id)
         if not isinstance(recomputed, Exception):
             verdict = pure.why_not(ref, stored.decisions, shown, stored.record.policy_version,
                                    candidates=recomputed.candidates, viewer=_viewer(recomputed),
-                                   requested_artifacts=_requested(recomputed))
+                                   requested_artifacts=_requested(recomputed),
+                                   record=await _record(deps, account_id, ref),
+                                   rehydrated_refs=stored.record.rehydrated_refs)
     where = await _where(deps, account_id, ref, stored.messages or ()) if verdict.included else []
     return WhyNot(
-        record_id=record_id, model_run_id=stored.model_run_id or stored.id, assembly_id=stored.id, ref=ref,
+        record_id=ref.partition(":")[2], model_run_id=stored.model_run_id or stored.id, assembly_id=stored.id, ref=ref,
         included=verdict.included, rule=verdict.rule, reason=verdict.reason, omission=verdict.omission,
         outcome=verdict.outcome, policy_version=verdict.policy_version, inputs=verdict.inputs, messages=where,
         decisions=[_row(d) for d in verdict.decisions], provenance=await provenance(deps, account_id, ref),
@@ -662,8 +699,6 @@ async def diff(deps: GraphDeps, account_id: str, model_run_id: str, other_model_
         result = pure.diff_assemblies(_stored_side(deps, before), _stored_side(deps, after, before.messages or ()))
         return _diff_model(result, _ref_of(before), _ref_of(after))
     if policy_version is not None:
-        from policy.versions import policy_by_name
-
         target = policy_by_name(policy_version)
         return (await _recompute_diff(deps, account_id, after, target))[0]
     before = await _previous_call(deps, account_id, after)
@@ -678,8 +713,10 @@ async def _recompute_diff(deps: GraphDeps, account_id: str, stored: StoredContex
 
     Returns:
         The diff, and the recomputed messages (the next call's previous call).
+
+    Raises:
+        AssemblyNotReplayableError: ``stored`` cannot be recomputed.
     """
-    from activities.replay import recompute_assembly
 
     again = await recompute_assembly(deps, account_id, stored.id, policy=target)
     sent = [dict(m) for m in again.messages]
@@ -703,19 +740,19 @@ async def what_if(deps: GraphDeps, account_id: str, policy_version: str, *, conv
                   account: str | None = None, last: int | None = None) -> WhatIfReport:
     """Recompute stored assemblies under another registered policy version and report what would change.
 
-    Exactly one scope: a conversation, the account (``account`` must be the caller's), or the last ``last``
-    model runs. Assemblies are replayed oldest first, each participant's previous call giving the cache
+    At most one scope: a conversation, the account (``account`` must be the caller's; the default), or the
+    last ``last`` model runs. Assemblies are replayed oldest first, each participant's previous call giving the cache
     estimate on both sides.
 
     Raises:
         NotFoundError: a conversation or account that is not the caller's.
         UnknownPolicyVersionError: ``policy_version`` is not registered.
-        ValueError: no scope, or more than one, or ``last`` below 1.
+        ValueError: more than one scope, or ``last`` below 1.
     """
-    from policy.versions import policy_by_name
-
-    if sum(x is not None for x in (conversation_id, account, last)) != 1:
-        raise ValueError("what-if takes exactly one of a conversation, an account or the last N runs")
+    if sum(x is not None for x in (conversation_id, account, last)) > 1:
+        raise ValueError("what-if takes one of a conversation, an account or the last N runs")
+    if conversation_id is None and last is None:
+        account = account_id if account is None else account
     if last is not None and last < 1:
         raise ValueError(f"--last must be at least 1, not {last}")
     target = policy_by_name(policy_version)
@@ -738,14 +775,19 @@ async def what_if(deps: GraphDeps, account_id: str, policy_version: str, *, conv
     stored.sort(key=lambda a: (a.created_at, a.record.snapshot_seq, a.id))
     previous: dict[tuple[str, str], tuple[Sequence[Mapping[str, Any]], Sequence[Mapping[str, Any]]]] = {}
     diffs: list[AssemblyDiff] = []
+    skipped: list[Skipped] = []
     for one in stored:
         key = (one.branch_id, one.participant_id)
-        result, sent = await _recompute_diff(deps, account_id, one, target, previous.get(key, ((), ())))
+        try:
+            result, sent = await _recompute_diff(deps, account_id, one, target, previous.get(key, ((), ())))
+        except AssemblyNotReplayableError as error:
+            skipped.append(Skipped(assembly_id=one.id, model_run_id=one.model_run_id, reason=str(error)))
+            continue
         diffs.append(result)
         previous[key] = (one.messages or (), sent)
     return WhatIfReport(policy_version=target.version_tag,
                         baseline_versions=sorted({a.record.policy_version for a in stored}), scope=scope,
-                        runs=diffs, totals=_totals(diffs))
+                        runs=diffs, totals=_totals(diffs), skipped=skipped)
 
 
 def _totals(diffs: Sequence[AssemblyDiff]) -> WhatIfTotals:
@@ -765,6 +807,6 @@ def dumps(result: AuditModel) -> str:
 
 __all__ = [
     "AssemblyDiff", "AssemblyRef", "DecisionRow", "Explanation", "FiredRule", "IncludedRecord", "MessageChange",
-    "OmittedRecord", "ProvenanceLink", "RecordChange", "Rehydration", "WhatIfReport", "WhatIfTotals", "WhyNot",
+    "OmittedRecord", "ProvenanceLink", "RecordChange", "Rehydration", "Skipped", "WhatIfReport", "WhatIfTotals", "WhyNot",
     "diff", "dumps", "explain", "message_tokens", "provenance", "what_if", "why_not",
 ]

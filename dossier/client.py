@@ -64,6 +64,7 @@ from contracts import (
 )
 from activities.providers.base import ProviderError, ProviderFactory, parse_model_spec
 from activities.tools.runtime import REMEMBER
+from dossier import audit
 from dossier.agents import AgentDefinition, AgentsFile, agents_for
 from dossier.runtime import agent_endpoints, agent_tools, model_providers, open_graph, temporal_client
 from dossier.services import ensure_services, services_status
@@ -97,6 +98,10 @@ class InvalidInputError(ClientError):
     Blank or malformed text, a malformed id, a fork point off the branch's
     lineage, a deferred answer of the wrong kind, a count out of range.
     """
+
+
+class UnknownIdError(ClientError):
+    """An id this account has no record of: unknown, or another account's (the two read the same)."""
 
 
 class AnswerRefusedError(ClientError):
@@ -902,6 +907,72 @@ class DossierClient:
                 ))
         return rows
 
+    # ------------------------------------------------------------------ audit
+
+    async def explain(self, model_run_id: str, *, trace: bool = False) -> audit.Explanation:
+        """What a model run saw and why (:func:`dossier.audit.explain`).
+
+        Raises:
+            InvalidInputError: a malformed id.
+            UnknownIdError: not a run of this account, or a run with no assembly.
+        """
+        model_run_id = check_id(model_run_id, "model run")
+        return await _known(audit.explain(self.deps, self.account_id, model_run_id, trace=trace))
+
+    async def why_not(self, record_id: str, model_run_id: str) -> audit.WhyNot:
+        """Why a record was (not) in a model run's context (:func:`dossier.audit.why_not`).
+
+        Raises:
+            InvalidInputError: a malformed id.
+            UnknownIdError: the record or the run is not this account's.
+        """
+        kind, _, bare = record_id.rpartition(":")  # a bare id, or ``<kind>:<id>`` as decisions name records
+        record_id = f"{kind}:{check_id(bare, 'record')}" if kind else check_id(bare, "record")
+        model_run_id = check_id(model_run_id, "model run")
+        return await _known(audit.why_not(self.deps, self.account_id, record_id, model_run_id))
+
+    async def what_if(self, policy_version: str, *, conversation_id: str | None = None, account_id: str | None = None,
+                      last: int | None = None) -> audit.WhatIfReport:
+        """Stored assemblies recomputed under another policy version (:func:`dossier.audit.what_if`).
+
+        Raises:
+            InvalidInputError: a malformed id, no scope or several, ``last`` below 1, an unknown policy version.
+            UnknownIdError: a conversation or account that is not this account's.
+        """
+        from policy.errors import UnknownPolicyVersionError
+
+        conversation_id = check_id(conversation_id, "conversation")
+        account_id = check_id(account_id, "account")
+        if sum(x is not None for x in (conversation_id, account_id, last)) != 1:
+            raise InvalidInputError("what-if takes exactly one of --conversation ID, --account ID or --last N")
+        if last is not None and not 1 <= last <= audit.WHAT_IF_MAX:
+            raise InvalidInputError(f"--last takes 1 to {audit.WHAT_IF_MAX} runs, not {last}")
+        try:
+            return await _known(audit.what_if(self.deps, self.account_id, policy_version,
+                                              conversation_id=conversation_id, account=account_id, last=last))
+        except UnknownPolicyVersionError as error:
+            raise InvalidInputError(str(error)) from error
+
+    async def diff(self, model_run_id: str, other_model_run_id: str | None = None, *,
+                   policy_version: str | None = None) -> audit.AssemblyDiff:
+        """Two assemblies compared (:func:`dossier.audit.diff`).
+
+        Raises:
+            InvalidInputError: a malformed id, an unknown policy version, two runs and a policy version.
+            UnknownIdError: a run that is not this account's, or a first call with nothing before it.
+        """
+        from policy.errors import UnknownPolicyVersionError
+
+        model_run_id = check_id(model_run_id, "model run")
+        other_model_run_id = check_id(other_model_run_id, "model run")
+        if other_model_run_id is not None and policy_version is not None:
+            raise InvalidInputError("diff takes a second run or --policy, not both")
+        try:
+            return await _known(audit.diff(self.deps, self.account_id, model_run_id, other_model_run_id,
+                                           policy_version=policy_version))
+        except UnknownPolicyVersionError as error:
+            raise InvalidInputError(str(error)) from error
+
     async def transcript(self, conversation_id: str, branch_id: str) -> list[tuple[str, str]]:
         """The human-facing transcript of a branch: (speaker, text), tool-call-only steps left out."""
         from store.candidates import load_candidates
@@ -918,6 +989,14 @@ class DossierClient:
                                                 if message.role is MessageRole.ASSISTANT else "user")
             lines.append((speaker, message.content))
         return lines
+
+
+async def _known(work: Awaitable[Any]) -> Any:
+    """``work``'s result, with a store :class:`NotFoundError` as the client's :class:`UnknownIdError`."""
+    try:
+        return await work
+    except NotFoundError as error:
+        raise UnknownIdError(str(error)) from error
 
 
 def _schedule_visibility(options: dict[str, Any]) -> dict[str, Any]:
@@ -1070,4 +1149,4 @@ async def _local_account(deps: GraphDeps, settings: Settings) -> str:
 
 
 __all__ = ["USAGE_KEYS", "AnswerRefusedError", "ClientError", "DossierClient", "InvalidInputError", "RunRow",
-           "TurnOutcome", "check_id", "check_text", "default_name", "run_usage"]
+           "TurnOutcome", "UnknownIdError", "check_id", "check_text", "default_name", "run_usage"]

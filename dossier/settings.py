@@ -93,6 +93,14 @@ class Settings(BaseSettings):
     temporal_ui_port: int = Field(default=8233, ge=1, le=65535)
     """Preferred port for the embedded Temporal Web UI; a free one is used if it is taken."""
 
+    temporal_ui_url: str | None = None
+    """Base URL of the Temporal Web UI for links to runs (`http://host:port`); unset means the embedded
+    server's UI when it runs, else no links."""
+
+    inspector_port: int = Field(default=8234, ge=1, le=65535)
+    """Preferred port of the inspector (`dossier inspector`, `dossier services up inspector`); a free one is
+    used by the service if it is taken."""
+
     local_model_url: str | None = None
     """OpenAI-compatible base URL of a model server (`http://host:port/v1`); unset means the
     embedded llama.cpp server (`dossier services up llm`)."""
@@ -133,6 +141,13 @@ class Settings(BaseSettings):
     model_timeout_seconds: float | None = Field(default=None, gt=0)
     """Longest one model call may take before it is retried (the model-call activity's start-to-close
     timeout); unset means the workflows' default of 10 minutes."""
+
+    @field_validator("temporal_ui_url")
+    @classmethod
+    def _check_ui_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError(f"TEMPORAL_UI_URL starts with http:// or https://, got {value!r}")
+        return value.rstrip("/") if value is not None else None
 
     inspector_url: str | None = "http://127.0.0.1:8234"
     """Base URL of the inspector (`dossier inspector`) that run summaries in the Temporal UI link to

@@ -29,6 +29,7 @@ from typing import Any
 from policy.derive import context_sources
 from policy.enums import DecisionOutcome, OmissionReason
 from policy.gates import Viewer, admit
+from policy.native import native_call_id
 from policy.pricing import price_for_route
 from policy.records import CandidateSet, PolicyDecisionRecord, canonical_json
 
@@ -88,12 +89,14 @@ def sorted_refs(refs: Iterable[str]) -> list[str]:
 
 
 def citation_keys(ref: str) -> tuple[str, ...]:
-    """What a rendered line names a record by: ``[m:0be7f87a``, ``[t:…`` (the short id is a prefix of 8+)."""
+    """What a rendered message names a record by: ``m:0be7f87a`` in a line (the short id is a prefix of 8 or
+    more), and for a tool call also the id of its native step (:func:`policy.native.native_call_id`)."""
     kind, _, record_id = ref.partition(":")
     letter = {"memory": "m", "tool_call": "t", "checkpoint": "c", "skill": "s", "artifact": "a"}.get(kind)
     if letter is None or not record_id:
         return ()
-    return (f"{letter}:{record_id.replace('-', '')[:8]}",)
+    keys = (f"{letter}:{record_id.replace('-', '')[:8]}",)
+    return (*keys, native_call_id(record_id)) if kind == "tool_call" else keys
 
 
 def message_text(message: Mapping[str, Any]) -> str:
@@ -108,21 +111,20 @@ def message_text(message: Mapping[str, Any]) -> str:
 
 
 def where_shown(ref: str, messages: Sequence[Mapping[str, Any]], *, text: str | None = None,
-                call_id: str | None = None) -> list[int]:
+                tool_call_ids: Sequence[str] = ()) -> list[int]:
     """Indexes of the provider messages that carry ``ref``.
 
     Args:
         ref: the record.
         messages: the provider messages, as sent.
         text: for a transcript message, its content (matched on its first line).
-        call_id: for a tool call, the provider's call id (a native tool step names it).
+        tool_call_ids: for a transcript message, the ids of the tool-call records it made (its native step
+            names them).
 
     Returns:
         The message indexes, ascending (empty when nothing names it).
     """
-    keys = list(citation_keys(ref))
-    if call_id:
-        keys.append(call_id)
+    keys = list(citation_keys(ref)) + [native_call_id(call_id) for call_id in tool_call_ids]
     found = []
     needle = (text or "").strip().splitlines()[0][:120] if text and text.strip() else None
     for index, message in enumerate(messages):
@@ -156,6 +158,17 @@ class Verdict:
     """Every row of the assembly about the record, in order."""
 
 
+def selected_reason(ref: str, rehydrated_refs: Sequence[str]) -> tuple[str, str, str]:
+    """Rule, reason and outcome of a record shown without a row of its own: raw bytes the assembly placed."""
+    slices = {r.split("#", 1)[0]: r.split("#", 1)[1] if "#" in r else "" for r in rehydrated_refs}
+    if slices.get(ref) == "native":
+        return ("appended", "raw bytes shown whole as its call's tool message (a first read)",
+                DecisionOutcome.REHYDRATED.value)
+    if ref in slices:
+        return "rehydration", f"raw evidence placed in the context ({slices[ref]})", DecisionOutcome.REHYDRATED.value
+    return "selected", "selected into the context", DecisionOutcome.INCLUDED.value
+
+
 def refs_for(record_id: str, decisions: Iterable[PolicyDecisionRecord]) -> list[str]:
     """The refs in ``decisions`` that name ``record_id`` (any kind), in first-seen order."""
     out: list[str] = []
@@ -175,6 +188,8 @@ def why_not(
     candidates: CandidateSet | None = None,
     viewer: Viewer | None = None,
     requested_artifacts: frozenset[str] = frozenset(),
+    record: Any = None,
+    rehydrated_refs: Sequence[str] = (),
 ) -> Verdict:
     """The rule that kept ``ref`` out of an assembly, or proof that it was included.
 
@@ -187,6 +202,9 @@ def why_not(
             got no decision row: a raw artifact is only counted, a record outside the pool is not considered.
         viewer: the viewer those candidates were gated for (route and lineage), with ``candidates``.
         requested_artifacts: artifacts the boundary requested as evidence.
+        record: the record itself as the store holds it, for one outside the candidate pool (the loader
+            applies the lineage rule in its query, so a sibling branch's record is never a candidate).
+        rehydrated_refs: the assembly record's ``rehydrated_refs``, which name raw bytes it placed.
 
     Returns:
         The verdict.
@@ -195,22 +213,26 @@ def why_not(
     final = final_decisions(about).get(ref)
     if ref in shown or (final is not None and final.outcome in SHOWN and final.kind != "restore"):
         row = final if final is not None and final.outcome in SHOWN else None
-        return Verdict(ref=ref, included=True, rule=row.kind if row else "selected",
-                       reason=row.reason if row else "selected into the context",
-                       outcome=row.outcome.value if row else DecisionOutcome.INCLUDED.value,
-                       policy_version=row.policy_version if row else policy_version, decisions=about)
+        if row is not None:
+            return Verdict(ref=ref, included=True, rule=row.kind, reason=row.reason, outcome=row.outcome.value,
+                           policy_version=row.policy_version, decisions=about)
+        rule, reason, outcome = selected_reason(ref, rehydrated_refs)
+        return Verdict(ref=ref, included=True, rule=rule, reason=reason, outcome=outcome,
+                       policy_version=policy_version, decisions=about)
     if final is not None:
         return Verdict(ref=ref, included=False, rule=final.kind, reason=final.reason,
                        omission=final.omission.value if final.omission else None, outcome=final.outcome.value,
                        policy_version=final.policy_version, decisions=about)
-    return _undecided(ref, policy_version, candidates, viewer, requested_artifacts)
+    return _undecided(ref, policy_version, candidates, viewer, requested_artifacts, record)
 
 
 def _undecided(ref: str, policy_version: str, candidates: CandidateSet | None, viewer: Viewer | None,
-               requested: frozenset[str]) -> Verdict:
+               requested: frozenset[str], stored: Any = None) -> Verdict:
     """A record the assembly wrote no row about: a raw artifact (counted only), or one outside the pool."""
     kind, _, record_id = ref.partition(":")
     record = _candidate(candidates, kind, record_id) if candidates is not None else None
+    if record is None and stored is not None and candidates is not None:
+        return _outside_pool(ref, stored, candidates, viewer, policy_version)
     if record is None:
         snapshot = candidates.snapshot_seq if candidates is not None else None
         where = f" (snapshot seq {snapshot})" if snapshot is not None else ""
@@ -233,6 +255,29 @@ def _undecided(ref: str, policy_version: str, candidates: CandidateSet | None, v
                        inputs={**inputs, "cited_by": citing})
     return Verdict(ref=ref, included=False, rule="candidates", policy_version=policy_version, inputs=inputs,
                    reason="a candidate the policy recorded no decision about")
+
+
+def _outside_pool(ref: str, record: Any, candidates: CandidateSet, viewer: Viewer | None,
+                  policy_version: str) -> Verdict:
+    """A record the candidate query did not load: written after the snapshot, or kept out by the gates."""
+    inputs = {**gate_inputs(record, viewer), "snapshot_seq": candidates.snapshot_seq}
+    seq = getattr(record, "seq", None)
+    if seq is not None and seq > candidates.snapshot_seq:
+        return Verdict(ref=ref, included=False, rule="snapshot", policy_version=policy_version, inputs=inputs,
+                       reason=f"written at seq {seq}, after the call's snapshot (seq {candidates.snapshot_seq})")
+    privacy = getattr(record, "privacy", None)
+    denial = admit(record, privacy, viewer) if viewer is not None and hasattr(record, "visibility") else None
+    if denial is not None:
+        if ref.startswith("message:"):
+            rule = {OmissionReason.OUTSIDE_LINEAGE: "lineage", OmissionReason.PRIVACY_ROUTE: "privacy"}.get(
+                denial.reason, "visibility")
+        else:
+            rule = "privacy" if denial.reason is OmissionReason.PRIVACY_ROUTE else "visibility"
+        return Verdict(ref=ref, included=False, rule=rule, reason=denial.detail, omission=denial.reason.value,
+                       outcome=DecisionOutcome.OMITTED.value, policy_version=policy_version, inputs=inputs)
+    return Verdict(ref=ref, included=False, rule="candidates", policy_version=policy_version, inputs=inputs,
+                   reason="not in the candidate pool loaded for this call: in another conversation, or past the "
+                          "candidate limits")
 
 
 def _candidate(candidates: CandidateSet, kind: str, record_id: str) -> Any:
@@ -283,6 +328,7 @@ def trace(
     candidates: CandidateSet | None = None,
     viewer: Viewer | None = None,
     requested_artifacts: frozenset[str] = frozenset(),
+    rehydrated_refs: Sequence[str] = (),
 ) -> list[TraceRow]:
     """Every candidate and the rule that decided it: each decision row, then the candidates without one.
 
@@ -293,6 +339,7 @@ def trace(
         candidates: the recomputed candidates, for records with no row (raw artifacts, counted only).
         viewer: their viewer.
         requested_artifacts: artifacts requested as evidence.
+        rehydrated_refs: the assembly record's ``rehydrated_refs``.
 
     Returns:
         The rows: decisions in the policy's order, then undecided candidates by ref.
@@ -312,7 +359,7 @@ def trace(
             if ref in decided:
                 continue
             verdict = why_not(ref, (), shown, policy_version, candidates=candidates, viewer=viewer,
-                              requested_artifacts=requested_artifacts)
+                              requested_artifacts=requested_artifacts, rehydrated_refs=rehydrated_refs)
             rows.append(TraceRow(ref=ref, rule=verdict.rule,
                                  outcome=verdict.outcome or (DecisionOutcome.INCLUDED.value if verdict.included
                                                              else DecisionOutcome.OMITTED.value),
@@ -572,7 +619,7 @@ def totals(diffs: Iterable[Any]) -> Totals:
 
 __all__ = [
     "Diff", "FiredRule", "MessageChange", "RecordChange", "Side", "Totals", "TraceRow", "Verdict", "billed",
-    "citation_keys", "diff_assemblies", "final_decisions", "gate_inputs", "is_record_ref", "message_changes",
+    "citation_keys", "diff_assemblies", "selected_reason", "final_decisions", "gate_inputs", "is_record_ref", "message_changes",
     "message_text", "refs_for", "rule_family", "shown_refs", "sorted_refs", "totals", "trace", "where_shown",
     "why_not",
 ]

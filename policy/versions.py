@@ -34,7 +34,8 @@ LEAN_POLICY = ContextPolicy(
 It differs from the default in exactly these knobs, everything else is the default's:
 
 * ``message_window`` 1 (default 3), and ``message_window_by_runtime`` 2 / 1 for discussion /
-  multi-model runs (default 4 / 3): only the current request is kept verbatim, older transcript messages drop out of the window;
+  multi-model runs (default 4 / 3): only the current request is kept verbatim, older transcript
+  messages drop out of the window;
 * ``max_memories`` 16 (default 48): at most 16 tool memories are rendered;
 * ``stale_handling`` ``omit`` (default ``marker``): stale memories are dropped, not shown as markers;
 * ``rehydration_item_bytes`` 1024 / ``rehydration_total_bytes`` 2048 (default 4096 / 12288): less raw

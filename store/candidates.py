@@ -14,16 +14,23 @@ LIMIT n``; the union is cut to ``n`` again. Cost therefore grows with the
 limits and the lineage depth, not with the size of the conversation.
 
 Everything is read as of ``snapshot_seq``: nodes after it are excluded, a
-tool call's state is the last one at or before it, memory links to later
-memories are hidden, a memory's ``resolution`` is the one it had then, and a
-skill state rewritten later is read back from its history as the version
-current then (see :mod:`store.convert`). User memories belong to the account,
+tool call's state is the last one at or before it (the pinned pools load and
+count calls by that state), memory links to later memories are hidden, a
+memory superseded again later names the replacement it had then, its
+``resolution`` is the one it had then, and a skill state rewritten later is
+read back from its history as the version current then (see
+:mod:`store.convert`). User memories belong to the account,
 not the conversation: they are read as of the account's user-memory snapshot
 (``user_memory_seq``, recorded with each assembly). Loading the same snapshots
 again therefore returns the same candidates, with one exception that is
 detected rather than hidden: a user memory forgotten since (it is deleted, and
 replay does not bring it back; :func:`activities.replay.recompute_assembly`
-refuses such an assembly with ``AssemblyNotReplayableError``).
+refuses such an assembly with ``AssemblyNotReplayableError``). One bound
+is approximate: the live/superseded split of the tool-memory pool uses the
+current ``superseded_seq``, which only matters past ``max_memories``. And
+participants carry no ``seq``: all of the conversation's are loaded, a
+participant added later included (their rows never change, and an assembly
+reads only its own participant's).
 """
 
 from __future__ import annotations
@@ -36,15 +43,15 @@ from sqlalchemy import ColumnElement, and_, func, or_, select, text, union_all
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from policy.enums import UNRESOLVED_STATUSES, ToolCallStatus, VisibilityScope
-from policy.records import CandidateSet, Lineage, SkillStateRecord, ToolCallRecord
+from policy.records import CandidateSet, Lineage, SkillStateRecord
 from store._sql import translate_errors
 from store.branches import _lineage_rows
 from store.convert import (
+    skill_state_at,
     to_artifact,
     to_checkpoint,
     to_message,
     to_participant,
-    skill_state_at,
     to_skill_state,
     to_tool_call,
     to_tool_memory,
@@ -173,11 +180,9 @@ async def _snapshot(session: AsyncSession, account_id: str, conversation_id: str
     return current if up_to_seq is None else max(0, min(up_to_seq, current))
 
 
-def _pinned_at(call: ToolCallRecord) -> bool:
-    return call.status in UNRESOLVED_STATUSES
-
-
-_OPEN_STATUSES = sorted(status.value for status in UNRESOLVED_STATUSES if status is not ToolCallStatus.FAILED)
+_OPEN = frozenset(status for status in UNRESOLVED_STATUSES if status is not ToolCallStatus.FAILED)
+_FAILED = frozenset({ToolCallStatus.FAILED})
+_OPEN_STATUSES = sorted(status.value for status in _OPEN)
 _OPEN_CALL_SQL = f"({PINNED_TOOL_CALL_SQL}) AND status IN ({', '.join(repr(s) for s in _OPEN_STATUSES)})"
 """Open calls: the pinned partial index's predicate (so it serves the query), narrowed."""
 _FAILED_CALL_SQL = f"({PINNED_TOOL_CALL_SQL}) AND status = 'failed'"
@@ -191,24 +196,63 @@ async def _pinned_calls(
     arms: Sequence[ColumnElement[bool]],
     snapshot_seq: int,
     pinned_sql: str,
+    statuses: frozenset[ToolCallStatus],
     limit: int,
 ) -> tuple[list[ToolCall], int]:
     """The ``limit`` newest calls matching ``pinned_sql`` at the snapshot, and how many more there are.
 
-    A call resolved after the snapshot was still pinned at it: recently updated
-    calls come too and are judged by their state at the snapshot.
+    ``statuses`` are the statuses ``pinned_sql`` selects, to judge a call updated since the snapshot
+    by its state at it when counting the ones past ``limit``.
+
+    A call resolved after the snapshot was still pinned at it, and one that failed after it was not:
+    calls updated since are judged by their state at the snapshot, so a replay loads and counts
+    what the first assembly did.
     """
-    rows = await _pool(session, account_id, conversation_id, ToolCall, [or_(*arms)], limit,
-                       or_(text(f"({pinned_sql})"), ToolCall.updated_seq > snapshot_seq))
-    rows = [row for row in rows if _pinned_at(to_tool_call(row, snapshot_seq))]
-    if len(rows) < limit:
-        return rows, 0
+    scope = (ToolCall.account_id == account_id, ToolCall.conversation_id == conversation_id, or_(*arms))
+    # Calls not updated since the snapshot are pinned at it as they are now (an index range scan); the
+    # others (none, unless the graph moved on: a replay, a concurrent write) by their state at it.
+    unchanged = await _pool(session, account_id, conversation_id, ToolCall, [or_(*arms)], limit,
+                            text(f"({pinned_sql})"), ToolCall.updated_seq <= snapshot_seq)
+    updated_since = await session.scalars(select(ToolCall).where(*scope, ToolCall.updated_seq > snapshot_seq))
+    changed = [row for row in updated_since if to_tool_call(row, snapshot_seq).status in statuses]
+    rows = sorted([*unchanged, *changed], key=lambda row: row.seq)[-limit:] if limit > 0 else []
+    if len(unchanged) < limit:
+        return rows, max(0, len(unchanged) + len(changed) - len(rows))
     total = await session.scalar(
         select(func.count()).select_from(ToolCall).where(
-            ToolCall.account_id == account_id, ToolCall.conversation_id == conversation_id, or_(*arms),
-            text(f"({pinned_sql})"))
+            *scope, text(f"({pinned_sql})"), ToolCall.updated_seq <= snapshot_seq)
     )
-    return rows, max(0, (total or 0) - len(rows))
+    return rows, max(0, (total or 0) + len(changed) - len(rows))
+
+
+async def _superseded_at(
+    session: AsyncSession,
+    account_id: str,
+    conversation_id: str,
+    memories: Sequence[ToolMemory],
+    snapshot_seq: int,
+) -> dict[str, str]:
+    """``superseded_by`` as of the snapshot, for memories superseded again since.
+
+    A memory superseded on one branch and later on a sibling has its ``superseded_by`` and
+    ``superseded_seq`` moved to the later replacement; at the snapshot it was the newest
+    replacement written by then, read back from the replacing side (``supersedes``). Nothing is
+    queried unless some memory was superseded after the snapshot (replay, or a concurrent write).
+    """
+    moved = sorted(row.id for row in memories if row.superseded_seq is not None and row.superseded_seq > snapshot_seq)
+    if not moved:
+        return {}
+    found = await session.execute(
+        select(ToolMemory.id, ToolMemory.seq, ToolMemory.supersedes).where(
+            ToolMemory.account_id == account_id, ToolMemory.conversation_id == conversation_id,
+            ToolMemory.seq <= snapshot_seq, ToolMemory.supersedes.overlap(moved),
+        ).order_by(ToolMemory.seq)
+    )
+    newest: dict[str, str] = {}
+    for replacement in found:
+        for old in replacement.supersedes:
+            newest[old] = replacement.id  # in seq order: the last one written by the snapshot wins
+    return {old: newest[old] for old in moved if old in newest}
 
 
 async def user_memory_snapshot(session: AsyncSession, account_id: str) -> int:
@@ -326,9 +370,9 @@ async def load_candidates(
     call_arms = _arms(ToolCall, lineage, snapshot_seq, LIVE_SCOPE_SQL)
     recent_calls = await _pool(*args, ToolCall, call_arms, limits.max_tool_calls)
     # Open calls and failed calls are pinned in pools of their own: failures never push an open call out.
-    open_calls, unloaded_open = await _pinned_calls(*args, call_arms, snapshot_seq, _OPEN_CALL_SQL,
+    open_calls, unloaded_open = await _pinned_calls(*args, call_arms, snapshot_seq, _OPEN_CALL_SQL, _OPEN,
                                                     limits.max_open_tool_calls)
-    failed_calls, unloaded_failed = await _pinned_calls(*args, call_arms, snapshot_seq, _FAILED_CALL_SQL,
+    failed_calls, unloaded_failed = await _pinned_calls(*args, call_arms, snapshot_seq, _FAILED_CALL_SQL, _FAILED,
                                                         limits.max_pinned_tool_calls)
     tool_calls = _merge(recent_calls, open_calls, failed_calls)
 
@@ -344,6 +388,7 @@ async def load_candidates(
     )
     memories = _merge(live, superseded)
     memory_seqs = {row.id: row.seq for row in memories}
+    superseded_at = await _superseded_at(session, account_id, conversation_id, memories, snapshot_seq)
     linked = {m for row in memories for m in (*row.conflicts_with, *row.supersedes)} - memory_seqs.keys()
     if linked:
         found = await session.execute(
@@ -405,7 +450,8 @@ async def load_candidates(
         messages=tuple(to_message(row) for row in messages),
         tool_calls=tuple(to_tool_call(row, snapshot_seq) for row in tool_calls),
         artifacts=tuple(to_artifact(row) for row in artifacts),
-        tool_memories=tuple(to_tool_memory(row, snapshot_seq, memory_seqs) for row in memories),
+        tool_memories=tuple(to_tool_memory(row, snapshot_seq, memory_seqs, superseded_at.get(row.id))
+                            for row in memories),
         user_memories=tuple(to_user_memory(row) for row in reversed(user_memories)),
         skill_states=skill_states,
         checkpoints=tuple(to_checkpoint(row) for row in checkpoints),

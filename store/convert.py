@@ -154,6 +154,7 @@ def to_tool_memory(
     row: ToolMemory,
     snapshot_seq: int | None = None,
     memory_seqs: Mapping[str, int] | None = None,
+    superseded_at: str | None = None,
 ) -> ToolMemoryRecord:
     """Convert a tool-memory row, as of ``snapshot_seq`` (now when ``None``).
 
@@ -163,6 +164,8 @@ def to_tool_memory(
             ``resolution`` it had then.
         memory_seqs: ``seq`` of the memories named in ``conflicts_with`` and
             ``supersedes``; an id missing here is treated as written later.
+        superseded_at: the memory's newest replacement written by ``snapshot_seq`` when its
+            ``superseded_seq`` has since moved past it (superseded again on another branch).
 
     Returns:
         The record.
@@ -181,7 +184,7 @@ def to_tool_memory(
         conflicts = tuple(m for m in conflicts if visible(m))
         supersedes = tuple(m for m in supersedes if visible(m))
         if row.superseded_seq is None or row.superseded_seq > snapshot_seq:
-            superseded_by = None
+            superseded_by = superseded_at
     return _record(ToolMemoryRecord, row, conflicts_with=conflicts, supersedes=supersedes,
                    superseded_by=superseded_by, resolution=resolution)
 

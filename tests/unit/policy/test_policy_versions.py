@@ -5,12 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from policy_builders import candidates, message, transcript
 
 import policy.versions as versions
-
 from policy.errors import PolicyError, UnknownPolicyVersionError
 from policy.policy import DEFAULT_POLICY, ContextPolicy
-from policy_builders import candidates, message, transcript
 from policy.versions import LEAN_POLICY, REGISTERED_POLICIES, policy_by_name, policy_for_tag, registered_names
 
 
