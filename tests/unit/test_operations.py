@@ -96,6 +96,12 @@ def test_metrics_port_zero_serves_nothing_and_a_taken_port_is_skipped(caplog: py
         server.shutdown()
 
 
+def test_inspector_links_default_to_the_embedded_inspector() -> None:
+    assert Settings(_env_file=None, inspector_port=8300).inspector_base_url() == "http://127.0.0.1:8300"
+    assert Settings(_env_file=None, inspector_url="https://inspect.example/").inspector_base_url() == (
+        "https://inspect.example")
+
+
 def test_settings_validate_the_metrics_port() -> None:
     assert Settings(_env_file=None, metrics_port=0).metrics_port == 0
     with pytest.raises(ValueError):
