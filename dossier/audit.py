@@ -26,6 +26,7 @@ result is a pydantic model with ``to_json()``.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -462,21 +463,18 @@ async def _record_ref(deps: GraphDeps, account_id: str, record_id: str) -> str:
     Raises:
         NotFoundError: no record of the account has that id.
     """
-    kinds = RECORD_KINDS
+    asked, kinds = record_id, RECORD_KINDS
     if ":" in record_id:
         kind, _, record_id = record_id.partition(":")
-        if kind not in RECORD_KINDS:
-            raise NotFoundError("record", f"{kind}:{record_id}")
-        kinds = (kind,)
-    getters = _GETTERS
+        kinds = (kind,) if kind in RECORD_KINDS else ()
     async with deps.sessions() as session:
         for kind in kinds:
             try:
-                await getters[kind](session, account_id, record_id)
+                await _GETTERS[kind](session, account_id, record_id)
             except NotFoundError:
                 continue
             return f"{kind}:{record_id}"
-    raise NotFoundError("record", record_id)
+    raise NotFoundError("record", asked)  # the id as asked: a foreign one reads exactly like an unknown one
 
 
 async def _record(deps: GraphDeps, account_id: str, ref: str) -> Any:
@@ -600,7 +598,10 @@ async def why_not(deps: GraphDeps, account_id: str, record_id: str, model_run_id
                            rehydrated_refs=stored.record.rehydrated_refs)
     if not verdict.included and not verdict.decisions:
         recomputed = await _recomputed(deps, account_id, stored.id)
-        if not isinstance(recomputed, Exception):
+        if isinstance(recomputed, Exception):
+            verdict = dataclasses.replace(verdict, rule="unknown", reason=(
+                f"no decision row names it, and the candidates could not be recomputed ({recomputed})"))
+        else:
             verdict = pure.why_not(ref, stored.decisions, shown, stored.record.policy_version,
                                    candidates=recomputed.candidates, viewer=_viewer(recomputed),
                                    requested_artifacts=_requested(recomputed),
@@ -801,8 +802,9 @@ def _totals(diffs: Sequence[AssemblyDiff]) -> WhatIfTotals:
 
 
 def dumps(result: AuditModel) -> str:
-    """A result as indented JSON (what ``--json`` prints)."""
-    return json.dumps(result.to_json(), indent=2, ensure_ascii=False)
+    """A result as indented JSON (what ``--json`` prints): ASCII only, so no stored text can reach a terminal
+    as a control or bidi character (JSON escapes them)."""
+    return json.dumps(result.to_json(), indent=2)
 
 
 __all__ = [

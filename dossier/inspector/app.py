@@ -185,7 +185,12 @@ def create_app(deps: GraphDeps, *, secret: bytes, temporal_ui: str | None = None
         against = request.query_params.get("against") or None
         if against is not None:
             against = reads.check_uuid(against, "model_run")
-        answer = await audit_views.diff(deps, account, run_id, against)
+        try:
+            answer = await audit_views.diff(deps, account, run_id, against)
+        except NotFoundError:
+            if against is not None or not await reads.owns_assembly(deps, account, run_id):
+                raise  # a foreign or unknown run: the same 404 as everywhere
+            answer = None  # the viewer's own run, with no previous call to compare with
         return page("diff.html", request, account=account, run_id=run_id, against=against, answer=answer)
 
     async def what_if(request: Request, account: str) -> Response:

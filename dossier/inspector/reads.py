@@ -229,8 +229,11 @@ async def run_view(deps: GraphDeps, account_id: str, model_run_id: str) -> RunVi
         assembly = await get_context_assembly(session, account_id, run.context_assembly_id, with_messages=True)
         loaded = await load_candidates(session, account_id, assembly.conversation_id, assembly.branch_id,
                                        deps.limits, up_to_seq=assembly.record.snapshot_seq)
+        # Only the results replay sends: those of the tool calls written in the lineage's messages.
+        replayed_calls = {call.call_id for m in loaded.messages if loaded.lineage.contains(m.branch_id, m.seq)
+                          for call in m.tool_calls}
         raw: dict[str, str] = {}
-        for artifact in loaded.artifacts:
+        for artifact in (a for a in loaded.artifacts if a.call_id in replayed_calls):
             try:
                 raw[artifact.id] = decode_payload(
                     await read_artifact_payload(session, deps.artifacts, account_id, artifact.id))
@@ -248,6 +251,20 @@ async def run_view(deps: GraphDeps, account_id: str, model_run_id: str) -> RunVi
         omitted=[d for d in decisions if d.outcome not in INCLUDED and d.outcome is not DecisionOutcome.NOTED],
         noted=[d for d in decisions if d.outcome is DecisionOutcome.NOTED], replay_note=note, siblings=siblings,
     )
+
+
+async def owns_assembly(deps: GraphDeps, account_id: str, run_or_assembly_id: str) -> bool:
+    """Whether the id is a model run with a stored assembly, or a stored assembly, of the account."""
+    async with deps.sessions() as session:
+        try:
+            run = await messages.get_model_run(session, account_id, run_or_assembly_id)
+        except NotFoundError:
+            try:
+                await get_context_assembly(session, account_id, run_or_assembly_id)
+            except NotFoundError:
+                return False
+            return True
+    return run.context_assembly_id is not None
 
 
 # --------------------------------------------------------------------------- provenance
@@ -371,4 +388,4 @@ def record_link(subject_ref: str) -> tuple[str, str] | None:
 
 __all__ = ["RAW_SHOWN_BYTES", "RECORD_KINDS", "BranchNode", "ConversationView", "Provenance", "RawBytes", "RunView",
            "ShownMessage", "TranscriptLine", "branch_tree", "check_uuid", "conversation_list", "conversation_view",
-           "provenance", "record_link", "run_view", "speaker"]
+           "owns_assembly", "provenance", "record_link", "run_view", "speaker"]

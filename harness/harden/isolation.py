@@ -495,8 +495,8 @@ async def _audit_paths(stack: Stack, prober: Prober, client: Any, me: str, other
             for record in _ids_of(other, kind)[:2]:
                 await prober.attempt(f"client.why_not(own run, foreign {kind})", record, _uuid(),
                                      lambda r: client.why_not(r, mine[0]))
-                await prober.attempt(f"client.why_not(own run, foreign {kind} as ref)", f"{kind}:{record}",
-                                     f"{kind}:{_uuid()}", lambda r: client.why_not(r, mine[0]))
+                await prober.attempt(f"client.why_not(own run, foreign {kind} as ref)", (kind, record),
+                                     (kind, _uuid()), lambda pair: client.why_not(f"{pair[0]}:{pair[1]}", mine[0]))
     await prober.attempt("client.what_if(conversation)", conversation, _uuid(),
                          lambda c: client.what_if(AUDIT_POLICY, conversation_id=c))
     await prober.attempt("client.what_if(account)", other.account, _uuid(),

@@ -235,8 +235,9 @@ async def test_diff_of_consecutive_calls(graph_deps) -> None:
 
     result = await audit.diff(graph_deps, outcome.account_id, run.id)
     assert (result.before.model_run_id, result.after.model_run_id) == (outcome.model_run_id, run.id)
-    assert any("And on Saturday morning?" in change.text for change in result.messages if change.side == "added")
-    assert result.shared_prefix_messages >= 1  # the participant's prompt at least
+    assert [(change.side, change.text) for change in result.messages] == [("added", "And on Saturday morning?")]
+    # The epoch continued: every message of the previous call is sent again, byte for byte.
+    assert result.shared_prefix_messages == len(outcome.messages)
     assert result.token_change > 0
     assert [change.ref for change in result.added if change.ref.startswith("message:")]
     both = await audit.diff(graph_deps, outcome.account_id, outcome.model_run_id, run.id)
@@ -246,6 +247,16 @@ async def test_diff_of_consecutive_calls(graph_deps) -> None:
 
     under_lean = await audit.diff(graph_deps, outcome.account_id, run.id, policy_version=LEAN_POLICY.version)
     assert under_lean.after.assembly_id is None and under_lean.after.policy_version == LEAN_POLICY.version_tag
+
+    # Both calls under the lean policy: the stale calendar memory and the older messages go from each.
+    report = await audit.what_if(graph_deps, outcome.account_id, LEAN_POLICY.version,
+                                 conversation_id=outcome.conversation_id)
+    assert [r.before.model_run_id for r in report.runs] == [outcome.model_run_id, run.id]
+    assert (report.totals.assemblies, report.totals.changed_assemblies, report.totals.added) == (2, 2, 0)
+    for one in report.runs:
+        assert any(change.ref.startswith("memory:") and change.after_omission == "stale" for change in one.dropped)
+        assert one.token_change < 0 and one.newly_fired == []
+    assert report.totals.newly_fired == {} and report.totals.billed_change < 0
 
 
 async def test_unknown_and_foreign_ids_read_the_same(graph_deps) -> None:
@@ -321,3 +332,62 @@ async def test_cli_json_shapes(graph_deps, monkeypatch: pytest.MonkeyPatch, data
     assert code == 0 and "was NOT included" in text and "not_visible" in text
     code, _ = await asyncio.to_thread(cli, "explain", "00000000-0000-4000-8000-000000000000", "--json")
     assert code == 2
+
+
+async def test_an_assembly_stored_before_replay_inputs_is_explained_from_its_rows(graph_deps) -> None:
+    from sqlalchemy import update
+
+    from store.models import ContextAssembly
+
+    outcome = await run_scenario(scenario("participant_visibility"), graph_deps)
+    async with graph_deps.sessions() as session, session.begin():
+        await session.execute(update(ContextAssembly).where(
+            ContextAssembly.account_id == outcome.account_id, ContextAssembly.id == outcome.assembly_id,
+        ).values(boundary=None, candidate_limits=None, user_memory_seq=None, user_memory_ids=None))
+    explained = await audit.explain(graph_deps, outcome.account_id, outcome.model_run_id, trace=True)
+    assert explained.trace_note and "could not be recomputed" in explained.trace_note
+    assert [row.ref for row in explained.trace] == [d.subject_ref for d in outcome.decisions]
+    scratch = await _memory(graph_deps, outcome, "notes.scratch")
+    # Decided by a stored row: answered as before. The raw artifact had no row: said to be unknown, not guessed.
+    assert (await audit.why_not(graph_deps, outcome.account_id, scratch, outcome.model_run_id)).omission == \
+        "not_visible"
+    chain = await audit.provenance(graph_deps, outcome.account_id, f"memory:{scratch}")
+    artifact = next(link.id for link in chain if link.kind == "artifact")
+    raw = await audit.why_not(graph_deps, outcome.account_id, artifact, outcome.model_run_id)
+    assert (raw.included, raw.rule) == (False, "unknown") and "could not be recomputed" in raw.reason
+    report = await audit.what_if(graph_deps, outcome.account_id, LEAN_POLICY.version,
+                                 conversation_id=outcome.conversation_id)
+    assert report.runs == [] and [s.assembly_id for s in report.skipped] == [outcome.assembly_id]
+
+
+async def test_a_real_tool_loop_turn_is_explained_with_model_runs_in_the_chain(temporal_env, graph_deps) -> None:
+    """A multi-step scripted turn on Temporal: each call's tool results carry the run that made them."""
+    import uuid
+
+    from dossier.runtime import build_worker
+    from store import conversations
+
+    task_queue = f"dossier-audit-{uuid.uuid4().hex[:8]}"
+    async with graph_deps.sessions() as session, session.begin():
+        account_id = await conversations.create_account(session, name="audit turn")
+    client = DossierClient(deps=graph_deps, temporal=temporal_env.client,
+                           settings=Settings(temporal_task_queue=task_queue), account_id=account_id, poll_seconds=0.2)
+    async with build_worker(temporal_env.client, graph_deps, task_queue=task_queue,
+                            workflow_failure_exception_types=[Exception]):
+        outcome = await client.chat("Which region drove Q3 2026 revenue? Write me a short report.")
+    runs = outcome.result.model_run_ids
+    assert outcome.result.status == "answered" and len(runs) >= 4
+
+    last = await client.explain(runs[-1])
+    made_by = {link.id for row in last.included for link in row.provenance if link.kind == "model_run"}
+    assert made_by & set(runs[:-1]), "the tool calls' chains name the runs that made them"
+    chain = next(row.provenance for row in last.included if row.ref.startswith("tool_call:"))
+    assert [link.kind for link in chain][:2] == ["tool_call", "model_run"]
+    assert {"branch", "participant"} <= {link.kind for link in chain}
+    assert last.rehydrations or any(row.rule == "appended" for row in last.included)
+
+    # Consecutive calls of the tool loop: the second repeats the first's messages and appends its step.
+    step = await client.diff(runs[1])
+    assert (step.before.model_run_id, step.after.model_run_id) == (runs[0], runs[1])
+    assert step.shared_prefix_messages > 0 and step.added
+    assert all(change.side == "added" for change in step.messages)

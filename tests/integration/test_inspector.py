@@ -233,13 +233,19 @@ async def test_the_service_serves_the_login_url_the_cli_prints(accounts: tuple[A
     env.update(DOSSIER_HOME=str(tmp_path), DATABASE_URL=database_url, S3_ENDPOINT=endpoints.s3_endpoint,
                S3_ACCESS_KEY=endpoints.s3_access_key, S3_SECRET_KEY=endpoints.s3_secret_key, S3_BUCKET=s3_bucket,
                TEMPORAL_UI_URL="http://127.0.0.1:8233", INSPECTOR_PORT=str(settings.inspector_port))
+    import socket
+
+    busy = socket.socket()  # the preferred port is taken: the service falls back to a free one
+    busy.bind(("127.0.0.1", settings.inspector_port))
+    busy.listen()
     try:
         await asyncio.to_thread(ensure_services, settings, ["inspector"])
         done = await asyncio.to_thread(subprocess.run, [sys.executable, "-m", "dossier.cli", "inspector", "--url",
                                                         "--account", a.id], capture_output=True, text=True, env=env)
         assert done.returncode == 0, done.stderr
         url = done.stdout.strip()
-        assert url.startswith(f"http://127.0.0.1:{settings.inspector_port}/login?token=v1.{a.id}.")
+        assert url.startswith("http://127.0.0.1:") and f"/login?token=v1.{a.id}." in url
+        assert not url.startswith(f"http://127.0.0.1:{settings.inspector_port}/")
         async with httpx.AsyncClient() as http:
             login = await http.get(url)
             assert login.status_code == 303 and COOKIE in login.headers["set-cookie"]
@@ -253,6 +259,7 @@ async def test_the_service_serves_the_login_url_the_cli_prints(accounts: tuple[A
                                           capture_output=True, text=True, env=env)
         assert refused.returncode == 2 and "not found" in refused.stderr
     finally:
+        busy.close()
         assert await asyncio.to_thread(stop_services, settings, ["inspector"]) == ["inspector"]
 
 
@@ -315,3 +322,7 @@ async def test_what_if_replays_a_conversation_and_names_an_unknown_policy(app: h
     assert foreign.status_code == missing.status_code == 404 and foreign.text == missing.text
     diff = await app.get(f"/runs/{a.run_id}/diff", headers=_as(a))
     assert diff.status_code == 200 and "Shared prefix" in diff.text
+    # The turn's first call has no previous one: said so for the viewer's own run, a 404 for anyone else's.
+    first = await app.get(f"/runs/{a.other_run_id}/diff", headers=_as(a))
+    assert first.status_code == 200 and "first call" in first.text
+    assert (await app.get(f"/runs/{b.other_run_id}/diff", headers=_as(a))).status_code == 404

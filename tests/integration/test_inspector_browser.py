@@ -5,7 +5,7 @@ scripted analyst calling real tools over Postgres and S3), then a follow-up on
 a branch forked from its answer. The inspector is served by uvicorn on a free
 port over the same store, and Chromium walks it as the account's viewer: the
 login URL, the conversation, a model run, a provenance link down to the raw
-artifact, and why-not, saving a screenshot of each page under
+artifact, why-not, then diff and what-if, saving a screenshot of each page under
 ``tests/output/inspector/`` (git-ignored; docs/ holds two of them for the README).
 
 The browser is ``/usr/bin/chromium`` (``make test`` installs it when missing),
@@ -145,9 +145,23 @@ async def test_a_viewer_walks_from_a_conversation_to_a_run_its_provenance_and_wh
             await expect(page.locator("h1")).to_have_text("Why not?")
             await expect(page.locator("section.answer td.reason")).not_to_be_empty()
             await _shot(page, "6-why-not")
+
+            # Diff against another run, and what-if under the other registered policy.
+            await page.goto(f"{served}/runs/{turn['run']}")
+            await page.locator("select[name=against]").select_option(index=1)  # the first turn's first call
+            await page.locator("form", has_text="Diff against").get_by_role("button", name="Diff").click()
+            await expect(page.locator("h1")).to_have_text("Diff")
+            await expect(page.locator("table.figures th").filter(has_text="Shared prefix")).to_be_visible()
+            await _shot(page, "7-diff")
+            await page.goto(f"{served}/conversations/{turn['conversation']}")
+            await page.locator(f'a[href="/what-if?conversation={turn["conversation"]}"]').click()
+            await page.locator("select[name=policy]").select_option(index=1)
+            await page.get_by_role("button", name="Replay").click()
+            await expect(page.locator("table.figures th").filter(has_text="Assemblies")).to_be_visible()
+            await _shot(page, "8-what-if")
             assert not errors, errors  # nothing failed to load, and the CSP blocked nothing the pages need
         finally:
             await browser.close()
     assert sorted(p.name for p in OUTPUT.glob("*.png")) == [
         "1-conversations.png", "2-conversation.png", "3-run.png", "4-provenance.png", "5-artifact.png",
-        "6-why-not.png"]
+        "6-why-not.png", "7-diff.png", "8-what-if.png"]

@@ -153,6 +153,10 @@ def test_final_decision_prefers_the_row_that_showed_the_record() -> None:
     ]
     assert final_decisions(rows)["memory:a"].kind == "freshness"
     assert "epoch:x" not in final_decisions(rows)
+    # A row that showed the record outranks a later one that did not (it reached the model either way).
+    shown_then_not = [rows[0], PolicyDecisionRecord(kind="appended", subject_ref="memory:a",
+                                                    outcome=DecisionOutcome.OMITTED, reason="x", policy_version="v")]
+    assert final_decisions(shown_then_not)["memory:a"].outcome is DecisionOutcome.INCLUDED
 
 
 def test_diff_under_the_lean_policy_drops_the_window_and_reports_tokens(run) -> None:
@@ -197,6 +201,12 @@ def test_consecutive_calls_share_a_prefix_billed_at_the_cache_price(run, counter
     assert billed(base) == round(total * price.read, 3)  # the whole prompt repeats the previous one
     assert billed(Side(**{**base.__dict__, "previous_message_tokens": ()})) == total
     assert billed(Side(**{**base.__dict__, "provider_route": "no-such-route"})) == total
+
+
+def test_route_cache_prices() -> None:
+    assert (price_for_route("anthropic").read, price_for_route("anthropic").min_tokens) == (0.1, 1024)
+    assert (price_for_route("openai").read, price_for_route("openai").min_tokens) == (0.5, 1024)
+    assert price_for_route("scripted").read == price_for_route("no-such-route").read == 1.0
 
 
 def test_rule_families() -> None:
