@@ -16,6 +16,7 @@ import uuid
 from collections import Counter as Tally
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
+from datetime import timedelta
 
 import pytest
 from opentelemetry import trace
@@ -25,7 +26,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from prometheus_client.parser import text_string_to_metric_families
 from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
-from temporalio.client import Client, WorkflowHandle
+from temporalio.client import Client, ScheduleActionStartWorkflow, WorkflowHandle
 from temporalio.converter import PayloadConverter
 from temporalio.testing import WorkflowEnvironment
 
@@ -361,3 +362,22 @@ async def test_a_server_without_the_search_attributes_gets_them_on_connect() -> 
                    for name in SEARCH_ATTRIBUTE_NAMES)
     finally:
         await env.shutdown()
+
+
+async def test_a_schedule_starts_its_jobs_tagged_and_summarised(run: Run) -> None:
+    """What a schedule starts carries the same attributes and summary (read from the schedule's action)."""
+    schedule_id = f"ops-{uuid.uuid4().hex[:8]}"
+    handle = await run.client.create_schedule(schedule_id, f"Digest, codeword {SECRET}", every=timedelta(hours=1),
+                                              model="scripted:digest", conversation_id=run.conversation_id,
+                                              branch_id=run.chat.branch_id, paused=True)
+    try:
+        action = (await handle.describe()).schedule.action
+        assert isinstance(action, ScheduleActionStartWorkflow)
+        tags = {key.name: value for key, value in action.typed_search_attributes}
+        assert tags["DossierConversationId"] == run.conversation_id
+        assert tags["DossierRuntimeKind"] == "scheduled_job"
+        summary = action.static_summary  # a raw payload when read back from the server
+        assert PayloadConverter.default.from_payload(summary, str) == (
+            f"scheduled job · scheduled_job · {INSPECTOR}/conversations/{run.conversation_id}")
+    finally:
+        await handle.delete()
