@@ -158,6 +158,10 @@ class Settings(BaseSettings):
     """Port on which the worker serves Prometheus metrics (`/metrics`); 0 serves none. A taken port is
     logged and skipped."""
 
+    metrics_address: str = "127.0.0.1"
+    """Address the metrics endpoint binds: this host only by default, like every embedded service
+    (`0.0.0.0` lets a Prometheus on another host or container scrape it)."""
+
     tracing_exporter: Literal["otlp", "console", "none"] | None = None
     """Where the worker's OpenTelemetry spans go; unset means `otlp` when `OTEL_EXPORTER_OTLP_ENDPOINT`
     is set, else `none` (see `dossier.telemetry`)."""
