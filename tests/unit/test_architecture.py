@@ -15,8 +15,8 @@ relative imports resolved, ``importlib.import_module("...")`` with a literal
 name), so a forbidden import fails here even when no test runs the line that
 holds it. A few modules and libraries are confined further (:data:`CONFINED`):
 the inspector's web stack and the inspector itself load in the inspector's
-process only, never in the worker or the client. test_workflow_imports.py checks the workflows' imports transitively,
-by importing them.
+process only, never in the worker or the client. test_workflow_imports.py
+checks the workflows' imports transitively, by importing them.
 """
 
 from __future__ import annotations
