@@ -191,37 +191,15 @@ class AssemblyRef(AuditModel):
     assembled_tokens: int
 
 
-class RecordChange(AuditModel):
-    """A record whose fate differs between the two sides."""
+RecordChange = pure.RecordChange
+"""A record whose fate differs between the two sides (:class:`policy.explain.RecordChange`)."""
 
-    ref: str
-    before_outcome: str | None
-    before_rule: str | None
-    before_reason: str | None
-    after_outcome: str | None
-    after_rule: str | None
-    after_reason: str | None
-    after_omission: str | None = None
+MessageChange = pure.MessageChange
+"""A provider message only one side sends (:class:`policy.explain.MessageChange`)."""
 
-
-class MessageChange(AuditModel):
-    """A provider message only one side sends."""
-
-    side: str
-    index: int
-    role: str
-    text: str
-
-
-class FiredRule(AuditModel):
-    """A privacy, visibility or recovery rule the second side fires and the first does not."""
-
-    family: str
-    ref: str
-    rule: str
-    outcome: str
-    reason: str
-    omission: str | None = None
+FiredRule = pure.FiredRule
+"""A privacy, visibility or recovery rule the second side fires and the first does not
+(:class:`policy.explain.FiredRule`)."""
 
 
 class AssemblyDiff(AuditModel):
@@ -648,14 +626,12 @@ def _stored_side(deps: GraphDeps, stored: StoredContextAssembly,
 def _diff_model(result: pure.Diff, before: AssemblyRef, after: AssemblyRef) -> AssemblyDiff:
     return AssemblyDiff(
         before=before, after=after,
-        added=[RecordChange.model_validate(c) for c in result.added],
-        dropped=[RecordChange.model_validate(c) for c in result.dropped],
-        changed=[RecordChange.model_validate(c) for c in result.changed],
-        messages=[MessageChange.model_validate(m) for m in result.messages],
+        added=list(result.added), dropped=list(result.dropped), changed=list(result.changed),
+        messages=list(result.messages),
         shared_prefix_messages=result.shared_prefix_messages, tokens_before=result.tokens_before,
         tokens_after=result.tokens_after, token_change=result.token_change, billed_before=result.billed_before,
         billed_after=result.billed_after, billed_change=result.billed_change,
-        newly_fired=[FiredRule.model_validate(f) for f in result.newly_fired],
+        newly_fired=list(result.newly_fired),
     )
 
 

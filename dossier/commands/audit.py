@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import argparse
 import textwrap
-import unicodedata
 from typing import Any
 
 from dossier.client import InvalidInputError, check_id
 from dossier.commands.agent import _refusing, _run, _with_client
+from policy.lines import escape_invisible
 
 MESSAGE_CHARS = 2000
 """Human output shows each provider message up to this many characters (``--json`` shows all)."""
@@ -59,14 +59,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def printable(text: Any) -> str:
     """``text`` safe for a terminal: control, format and separator characters (ESC, bidi marks, CR ...)
-    shown as ``\\x1b`` / ``\\u202e`` escapes; newlines and tabs kept."""
-    out = []
-    for ch in str(text):
-        if ch in "\n\t" or unicodedata.category(ch) not in ("Cc", "Cf", "Zl", "Zp", "Co", "Cs"):
-            out.append(ch)
-        else:
-            out.append(f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}")
-    return "".join(out)
+    shown as ``\\x1b`` / ``\\u202e`` escapes; newlines and tabs kept (:func:`policy.lines.escape_invisible`)."""
+    return escape_invisible(str(text))
 
 
 def _print(text: Any = "") -> None:

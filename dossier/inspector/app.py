@@ -24,7 +24,6 @@ escapes, and a strict Content-Security-Policy forbids scripts altogether.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -44,6 +43,7 @@ from activities.deps import GraphDeps
 from dossier.inspector import audit_views, reads
 from dossier.inspector.auth import COOKIE, TOKEN_TTL_SECONDS, verify_token
 from policy.errors import UnknownPolicyVersionError
+from policy.lines import escape_invisible
 from store.errors import NotFoundError
 
 HERE = Path(__file__).parent
@@ -60,17 +60,13 @@ SECURITY_HEADERS = {
     "Cache-Control": "no-store",
 }
 
-_INVISIBLE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
-
-
 def visible(value: Any) -> str:
-    """Text with control, zero-width and bidi characters shown as ``\\xNN`` / ``\\uNNNN`` (newlines and tabs kept).
+    """Text with control, format (zero-width, bidi, tag) and separator characters shown as ``\\xNN`` /
+    ``\\uNNNN`` escapes, newlines and tabs kept: :func:`policy.lines.escape_invisible`, as the CLI prints them.
 
     Applied before autoescaping: the result is still plain text, escaped by the template as any other.
     """
-    text = "" if value is None else str(value)
-    return _INVISIBLE.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
-                          else f"\\u{ord(m.group()):04x}", text)
+    return escape_invisible("" if value is None else str(value))
 
 
 def short(value: Any) -> str:

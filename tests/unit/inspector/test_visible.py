@@ -10,6 +10,17 @@ def test_invisible_characters_are_shown_as_escapes_and_newlines_stay() -> None:
     assert visible(None) == ""
 
 
+def test_every_invisible_character_class_is_escaped_on_a_page_and_in_a_terminal() -> None:
+    """Tag characters (hidden "ASCII smuggling"), the Arabic letter mark, a soft hyphen, a private-use and an
+    unassigned code point are invisible too; a page and the CLI escape the same characters the same way."""
+    from dossier.commands.audit import printable
+
+    hostile = "a\U000e0041\U000e0042b\u061cc\u00add\ue000e\U000e007ff\u0378g\x85h\n\ti"
+    expected = "a\\U000e0041\\U000e0042b\\u061cc\\xadd\\ue000e\\U000e007ff\\u0378g\\x85h\n\ti"
+    assert visible(hostile) == expected
+    assert printable(hostile) == expected
+
+
 def test_every_template_autoescapes() -> None:
     env = templates().env
     rendered = env.from_string("{{ x|visible }}").render(x="<script>alert(1)</script>\x00")
