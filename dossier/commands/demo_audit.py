@@ -135,4 +135,4 @@ async def audit_trail(client: DossierClient, conversation_id: str, say: Callable
     return AuditTrail(explained.model_run_id if explained else None, record_id, login, search, search_url)
 
 
-__all__ = ["AuditTrail", "RECORD_KINDS", "audit_trail", "conversation_search", "login_url_for"]
+__all__ = ["RECORD_KINDS", "TELLING", "AuditTrail", "audit_trail", "conversation_search", "login_url_for"]
