@@ -1,7 +1,8 @@
 # Dossier developer entry points. Every target is safe to run again.
 #
 #   make venv           .venv with the runtime, its test extra and the development harness (re-installs only when a pyproject.toml changes)
-#   make test           the whole test suite; it starts the embedded services it needs
+#   make test           the whole test suite; it starts the embedded services it needs (and installs Debian's
+#                       chromium for the inspector's browser test when /usr/bin/chromium is missing)
 #   make run            start the embedded stack (Postgres, S3, Temporal, worker) and run the demo agent session
 #   make bench          every benchmark part into bench-results/ (tables, JSON, plots; takes a while)
 #   make services-down  stop the embedded services
@@ -13,7 +14,9 @@ STAMP := $(VENV)/.installed
 # tiktoken copies encodings into /tmp/data-gym-cache by default: keep them in the project.
 export TIKTOKEN_CACHE_DIR := $(CURDIR)/.dossier/tiktoken-cache
 
-.PHONY: venv test run bench services-down
+CHROMIUM := /usr/bin/chromium
+
+.PHONY: venv chromium test run bench services-down
 
 venv: $(STAMP)
 
@@ -29,7 +32,22 @@ $(STAMP): pyproject.toml harness/pyproject.toml | $(VENV)/bin/python
 	$(VENV)/bin/python -m pip install --quiet -e '.[test]' -e ./harness
 	touch $@
 
-test: venv
+# The inspector's browser test drives Debian's Chromium through Playwright's executable_path, never a browser
+# Playwright downloads. Installed only when missing; without it the test fails (it never skips), so fail here first.
+chromium:
+	@if [ ! -x $(CHROMIUM) ]; then \
+		command -v apt-get >/dev/null 2>&1 || { \
+			echo "error: $(CHROMIUM) is missing and there is no apt-get to install it; install Debian's 'chromium' package" >&2; \
+			exit 1; }; \
+		sudo=""; [ "$$(id -u)" = 0 ] || sudo="sudo"; \
+		echo "installing Debian's chromium for the inspector's browser test ($(CHROMIUM) is missing)"; \
+		DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y chromium \
+			|| { $$sudo apt-get update && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y chromium; } \
+			|| { echo "error: could not install chromium with apt-get; install Debian's 'chromium' package" >&2; exit 1; }; \
+	fi
+	@test -x $(CHROMIUM) || { echo "error: $(CHROMIUM) is still missing after installing 'chromium'" >&2; exit 1; }
+
+test: venv chromium
 	$(VENV)/bin/python -m pytest
 
 run: venv

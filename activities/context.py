@@ -11,19 +11,19 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from activities.deps import GraphDeps
 from policy.assembler import AssemblyResult, Selection, render_context, select_context
 from policy.records import CandidateSet, GenerationBoundary, PolicyDecisionRecord
 from policy.rehydration import RAW_HASH_MISMATCH_TEXT, RAW_MISSING_TEXT
-from store.assemblies import previous_assembly, save_context_assembly
-from store.candidates import load_candidates
 from policy.retention import RecordKind, effective_rule
-from store.retention import participant_retention, set_retention
+from store.assemblies import find_previous_assembly, save_context_assembly
+from store.candidates import load_candidates, user_memory_snapshot
 from store.errors import ArtifactIntegrityError, ArtifactNotFoundError, ArtifactRetainedError
+from store.retention import participant_retention, set_retention
 from store.payloads import read_artifact_payload
-from store.records import AssemblyTimings
+from store.records import AssemblyTimings, ReplayInputs
 
 
 @dataclass(frozen=True)
@@ -108,20 +108,24 @@ async def assemble_context(
     """
     start = time.perf_counter()
     requested = [request.artifact_id for request in boundary.evidence_requests]
+    limits = deps.limits
     async with deps.sessions() as session:
+        user_memory_seq = await user_memory_snapshot(session, boundary.account_id)
         candidates = await load_candidates(
             session,
             boundary.account_id,
             boundary.conversation_id,
             boundary.branch_id,
-            deps.limits,
+            limits,
             up_to_seq=up_to_seq,
+            user_memory_seq=user_memory_seq,
             extra_artifact_ids=requested,
         )
         # The participant's previous call on this branch, strictly before this snapshot: the epoch this one
         # may continue. (An assembly of the same snapshot, a retry's or an audit's, never continues itself.)
-        previous = await previous_assembly(session, boundary.account_id, boundary.branch_id,
-                                           boundary.participant_id, before_seq=candidates.snapshot_seq)
+        found = await find_previous_assembly(session, boundary.account_id, boundary.branch_id,
+                                             boundary.participant_id, before_seq=candidates.snapshot_seq)
+    previous_id, previous = found if found is not None else (None, None)
     graph_ms = _ms(start)
 
     start = time.perf_counter()
@@ -135,6 +139,13 @@ async def assemble_context(
     serialise_ms = _ms(start)
 
     timings = AssemblyTimings(graph_query_ms=graph_ms, policy_ms=policy_ms, serialise_ms=serialise_ms)
+    replay = ReplayInputs(
+        boundary=boundary,
+        candidate_limits=asdict(limits),
+        user_memory_seq=user_memory_seq,
+        user_memory_ids=tuple(memory.id for memory in candidates.user_memories),
+        previous_assembly_id=previous_id,
+    )
     async with deps.sessions() as session, session.begin():
         saved_id = await save_context_assembly(
             session,
@@ -145,6 +156,7 @@ async def assemble_context(
             result.to_openai(),
             timings,
             assembly_id=assembly_id,
+            replay=replay,
         )
         # The trace (its stored messages) is kept as the participant's agent says; a tool has no say in it.
         agent = await participant_retention(session, boundary.account_id, boundary.participant_id)

@@ -6,10 +6,11 @@ tests); nothing here builds a connection at import time.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from activities.metrics import RuntimeMetrics
 from policy.policy import DEFAULT_POLICY, ContextPolicy
 from policy.tokens import TokenCounter
 from policy.tools import ToolCatalog
@@ -41,3 +42,6 @@ class GraphDeps:
     """Bounds of the candidate pools loaded per assembly."""
     inline_max_bytes: int = INLINE_PAYLOAD_MAX
     """Payloads up to this size stay in Postgres; larger ones go to S3."""
+    metrics: RuntimeMetrics = field(default_factory=RuntimeMetrics)
+    """Where the activities count tokens, omissions and latencies (a fresh registry unless the composition
+    root passes the one it serves on ``/metrics``)."""

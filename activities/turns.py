@@ -21,6 +21,7 @@ the call's result (see :meth:`TurnActivities.execute_tool`).
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -211,6 +212,12 @@ class TurnActivities:
             self.deps, boundary, assembly_id=request.assembly_id, extra_decisions=tuple(extra),
         )
         record = assembled.result.record
+        timings = assembled.timings
+        self.deps.metrics.record_assembly(
+            boundary.provider_route, request.runtime_kind.value, record,
+            (*assembled.result.decisions, *extra),
+            {"graph_query": timings.graph_query_ms, "policy": timings.policy_ms, "serialise": timings.serialise_ms},
+        )
         return AssembleResult(assembly_id=assembled.assembly_id, legacy_tokens=record.legacy_tokens,
                               assembled_tokens=record.assembled_tokens)
 
@@ -233,11 +240,21 @@ class TurnActivities:
             provider, model = self._provider(f"{participant.provider or 'scripted'}:{participant.model}",
                                              config.get("agent"))
             epoch = stored.record.epoch
-            response = await _heartbeating(provider.generate(ModelRequest(
-                run_id=request.model_run_id, model=model, participant_name=participant.name,
-                messages=tuple(ChatMessage.from_openai(message) for message in stored.messages or ()),
-                tools=tuple(self.tools.schemas(offered)), cache_breakpoints=epoch.cache_breakpoints if epoch else (),
-            )))
+            route = participant.provider or "scripted"
+            started = time.perf_counter()
+            try:
+                response = await _heartbeating(provider.generate(ModelRequest(
+                    run_id=request.model_run_id, model=model, participant_name=participant.name,
+                    messages=tuple(ChatMessage.from_openai(message) for message in stored.messages or ()),
+                    tools=tuple(self.tools.schemas(offered)),
+                    cache_breakpoints=epoch.cache_breakpoints if epoch else (),
+                )))
+            except Exception as error:
+                self.deps.metrics.record_provider_error(route, time.perf_counter() - started, error)
+                raise
+            self.deps.metrics.record_model_call(
+                route, time.perf_counter() - started, input_tokens=response.usage.input_tokens,
+                cache_read_tokens=response.usage.cache_read_tokens, assembled_tokens=stored.record.assembled_tokens)
         except ContextTooLongError as error:
             await self._fail_run(account, request.model_run_id, error)
             raise _context_too_long(error, stored) from error

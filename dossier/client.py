@@ -64,9 +64,11 @@ from contracts import (
 )
 from activities.providers.base import ProviderError, ProviderFactory, parse_model_spec
 from activities.tools.runtime import REMEMBER
+from dossier import audit
 from dossier.agents import AgentDefinition, AgentsFile, agents_for
 from dossier.runtime import agent_endpoints, agent_tools, model_providers, open_graph, temporal_client
 from dossier.services import ensure_services, services_status
+from dossier.services import inspector as inspector_service
 from dossier.settings import Settings
 from policy.enums import MessageRole, RuntimeKind, ToolCallStatus, VisibilityScope
 from policy.records import ToolCallRecord, UserMemoryRecord
@@ -75,6 +77,7 @@ from store import tools as tool_store
 from store.assemblies import get_context_assembly
 from store.errors import InvalidForkPointError, NotFoundError
 from store.models import ToolCall
+from workflows.visibility import INSPECTOR_MEMO, search_attributes, workflow_summary
 
 Progress = Callable[[str], None]
 """Called with a one-line progress report while a long wait goes on."""
@@ -96,6 +99,10 @@ class InvalidInputError(ClientError):
     Blank or malformed text, a malformed id, a fork point off the branch's
     lineage, a deferred answer of the wrong kind, a count out of range.
     """
+
+
+class UnknownIdError(ClientError):
+    """An id this account has no record of: unknown, or another account's (the two read the same)."""
 
 
 class AnswerRefusedError(ClientError):
@@ -170,6 +177,8 @@ class DossierClient:
     _progress_shown: set[str] = field(default_factory=set)
 
     def __post_init__(self) -> None:
+        # The inspector the run summaries link to: resolved once, here, so every client links the same way.
+        self.settings = with_running_inspector(self.settings)
         if self.providers is None:
             self.providers = model_providers(self.settings)
         if self.agents is None:
@@ -211,6 +220,16 @@ class DossierClient:
                       ui_base=endpoints.temporal_ui_url, agents=agents)
 
     # ------------------------------------------------------------------ links
+
+    def _visibility(self, scope: Scope, runtime_kind: RuntimeKind | None, participant_id: str | None, what: str,
+                    *counts: str) -> dict[str, Any]:
+        """Search attributes, static summary and memo of a workflow start (see :mod:`workflows.visibility`)."""
+        inspector = self.settings.inspector_base_url()
+        return {
+            "search_attributes": search_attributes(scope, runtime_kind, participant_id),
+            "static_summary": workflow_summary(what, scope, runtime_kind, inspector, *counts),
+            "memo": {INSPECTOR_MEMO: inspector},
+        }
 
     def ui_url(self, workflow_id: str) -> str | None:
         """The run's page in the Temporal UI."""
@@ -374,6 +393,7 @@ class DossierClient:
             WorkflowName.AGENT_TURN, TurnInput(scope=scope, participant_id=participant_id, runtime_kind=runtime_kind,
                                                model_timeout_seconds=self.settings.model_timeout_seconds),
             id=workflow_id, task_queue=self.settings.temporal_task_queue, result_type=TurnResult,
+            **self._visibility(scope, runtime_kind, participant_id, "agent turn"),
         )
         outcome = TurnOutcome(scope.conversation_id, scope.branch_id, participant_id, name or default_name(model),
                               workflow_id, self.ui_url(workflow_id))
@@ -430,6 +450,8 @@ class DossierClient:
             MultiModelInput(scope=scope, participant_ids=tuple(participants),
                             model_timeout_seconds=self.settings.model_timeout_seconds),
             id=workflow_id, task_queue=self.settings.temporal_task_queue, result_type=MultiModelResult,
+            **self._visibility(scope, RuntimeKind.MULTI_MODEL, None, "multi-model turn",
+                               f"{len(participants)} participants"),
         )
         result = await self._wait(handle, progress)
         return [
@@ -472,6 +494,7 @@ class DossierClient:
             SubagentBatchInput(scope=scope, parent_participant_id=parent, children=tuple(tasks),
                                model_timeout_seconds=self.settings.model_timeout_seconds),
             id=workflow_id, task_queue=self.settings.temporal_task_queue, result_type=SubagentBatchResult,
+            **self._visibility(scope, None, parent, "subagent batch", f"{len(tasks)} subagents"),
         )
         result = await self._wait(handle, progress)
         resume = None
@@ -506,6 +529,8 @@ class DossierClient:
             DiscussionInput(scope=scope, participant_ids=tuple(participants), rounds=rounds,
                             model_timeout_seconds=self.settings.model_timeout_seconds),
             id=workflow_id, task_queue=self.settings.temporal_task_queue, result_type=DiscussionResult,
+            **self._visibility(scope, RuntimeKind.DISCUSSION, None, "discussion", f"{rounds} rounds",
+                               f"{len(participants)} participants"),
         )
         result = await self._wait(handle, progress)
         by_id = dict(zip(participants, names))
@@ -788,7 +813,10 @@ class DossierClient:
             schedule_id,
             Schedule(
                 action=ScheduleActionStartWorkflow(WorkflowName.SCHEDULED_JOB, job, id=f"job-{schedule_id}",
-                                                   task_queue=self.settings.temporal_task_queue),
+                                                   task_queue=self.settings.temporal_task_queue,
+                                                   **_schedule_visibility(self._visibility(
+                                                       scope, RuntimeKind.SCHEDULED_JOB, participant,
+                                                       "scheduled job"))),
                 spec=ScheduleSpec(intervals=[ScheduleIntervalSpec(every=every)]),
                 state=ScheduleState(paused=paused, note=f"dossier job {schedule_id}"),
             ),
@@ -882,6 +910,72 @@ class DossierClient:
                 ))
         return rows
 
+    # ------------------------------------------------------------------ audit
+
+    async def explain(self, model_run_id: str, *, trace: bool = False) -> audit.Explanation:
+        """What a model run saw and why (:func:`dossier.audit.explain`).
+
+        Raises:
+            InvalidInputError: a malformed id.
+            UnknownIdError: not a run of this account, or a run with no assembly.
+        """
+        model_run_id = check_id(model_run_id, "model run")
+        return await _known(audit.explain(self.deps, self.account_id, model_run_id, trace=trace))
+
+    async def why_not(self, record_id: str, model_run_id: str) -> audit.WhyNot:
+        """Why a record was (not) in a model run's context (:func:`dossier.audit.why_not`).
+
+        Raises:
+            InvalidInputError: a malformed id.
+            UnknownIdError: the record or the run is not this account's.
+        """
+        kind, _, bare = record_id.rpartition(":")  # a bare id, or ``<kind>:<id>`` as decisions name records
+        record_id = f"{kind}:{check_id(bare, 'record')}" if kind else check_id(bare, "record")
+        model_run_id = check_id(model_run_id, "model run")
+        return await _known(audit.why_not(self.deps, self.account_id, record_id, model_run_id))
+
+    async def what_if(self, policy_version: str, *, conversation_id: str | None = None, account_id: str | None = None,
+                      last: int | None = None) -> audit.WhatIfReport:
+        """Stored assemblies recomputed under another policy version (:func:`dossier.audit.what_if`).
+
+        Raises:
+            InvalidInputError: a malformed id, no scope or several, ``last`` below 1, an unknown policy version.
+            UnknownIdError: a conversation or account that is not this account's.
+        """
+        from policy.errors import UnknownPolicyVersionError
+
+        conversation_id = check_id(conversation_id, "conversation")
+        account_id = check_id(account_id, "account")
+        if sum(x is not None for x in (conversation_id, account_id, last)) != 1:
+            raise InvalidInputError("what-if takes exactly one of --conversation ID, --account ID or --last N")
+        if last is not None and not 1 <= last <= audit.WHAT_IF_MAX:
+            raise InvalidInputError(f"--last takes 1 to {audit.WHAT_IF_MAX} runs, not {last}")
+        try:
+            return await _known(audit.what_if(self.deps, self.account_id, policy_version,
+                                              conversation_id=conversation_id, account=account_id, last=last))
+        except UnknownPolicyVersionError as error:
+            raise InvalidInputError(str(error)) from error
+
+    async def diff(self, model_run_id: str, other_model_run_id: str | None = None, *,
+                   policy_version: str | None = None) -> audit.AssemblyDiff:
+        """Two assemblies compared (:func:`dossier.audit.diff`).
+
+        Raises:
+            InvalidInputError: a malformed id, an unknown policy version, two runs and a policy version.
+            UnknownIdError: a run that is not this account's, or a first call with nothing before it.
+        """
+        from policy.errors import UnknownPolicyVersionError
+
+        model_run_id = check_id(model_run_id, "model run")
+        other_model_run_id = check_id(other_model_run_id, "model run")
+        if other_model_run_id is not None and policy_version is not None:
+            raise InvalidInputError("diff takes a second run or --policy, not both")
+        try:
+            return await _known(audit.diff(self.deps, self.account_id, model_run_id, other_model_run_id,
+                                           policy_version=policy_version))
+        except UnknownPolicyVersionError as error:
+            raise InvalidInputError(str(error)) from error
+
     async def transcript(self, conversation_id: str, branch_id: str) -> list[tuple[str, str]]:
         """The human-facing transcript of a branch: (speaker, text), tool-call-only steps left out."""
         from store.candidates import load_candidates
@@ -900,6 +994,20 @@ class DossierClient:
         return lines
 
 
+async def _known(work: Awaitable[Any]) -> Any:
+    """``work``'s result, with a store :class:`NotFoundError` as the client's :class:`UnknownIdError`."""
+    try:
+        return await work
+    except NotFoundError as error:
+        raise UnknownIdError(str(error)) from error
+
+
+def _schedule_visibility(options: dict[str, Any]) -> dict[str, Any]:
+    """:meth:`DossierClient._visibility`'s options under the names a schedule's start action takes."""
+    return {"typed_search_attributes": options["search_attributes"], "static_summary": options["static_summary"],
+            "memo": options["memo"]}
+
+
 def with_running_llm(settings: Settings) -> Settings:
     """``settings`` with ``LOCAL_MODEL_URL`` pointing at the embedded model server, when that runs and none is set.
 
@@ -912,6 +1020,18 @@ def with_running_llm(settings: Settings) -> Settings:
         if row.name == "llm" and row.state == "running" and row.endpoint:
             return settings.model_copy(update={"local_model_url": row.endpoint.rstrip("/")})
     return settings
+
+
+def with_running_inspector(settings: Settings) -> Settings:
+    """``settings`` with ``INSPECTOR_URL`` resolved, when none is set: the summaries' inspector links.
+
+    The embedded inspector service's recorded URL while it runs (it takes a free port when
+    ``INSPECTOR_PORT`` is busy), else the address `dossier inspector` serves on by default.
+    """
+    if settings.inspector_url is not None:
+        return settings
+    return settings.model_copy(update={"inspector_url": inspector_service.running_url(settings)
+                                       or settings.inspector_base_url()})
 
 
 def check_text(text: str, what: str = "message", *, max_bytes: int) -> str:
@@ -1044,4 +1164,4 @@ async def _local_account(deps: GraphDeps, settings: Settings) -> str:
 
 
 __all__ = ["USAGE_KEYS", "AnswerRefusedError", "ClientError", "DossierClient", "InvalidInputError", "RunRow",
-           "TurnOutcome", "check_id", "check_text", "default_name", "run_usage"]
+           "TurnOutcome", "UnknownIdError", "check_id", "check_text", "default_name", "run_usage"]

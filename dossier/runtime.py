@@ -51,6 +51,8 @@ from dossier.agents import AgentsFile, agents_for
 from dossier.retention import ensure_retention_schedule
 from dossier.services import DEFAULT_SERVICES, Endpoints, ensure_services
 from dossier.settings import Settings
+from dossier.telemetry import configure_tracing, has_tracing, serve_metrics, tracing_interceptor
+from dossier.visibility import ensure_search_attributes
 from dossier.tools import registry_with
 from policy.tokens import TokenCounter
 from store.artifacts import ArtifactStore
@@ -263,9 +265,13 @@ async def temporal_client(settings: Settings) -> Client:
     endpoints = await asyncio.to_thread(ensure_services, settings, ("temporal",))
     if endpoints.temporal_address is None:
         raise ValueError("no Temporal address: ensure the 'temporal' service or set TEMPORAL_ADDRESS")
-    return await Client.connect(
-        endpoints.temporal_address, namespace=endpoints.temporal_namespace, data_converter=pydantic_data_converter
+    client = await Client.connect(
+        endpoints.temporal_address, namespace=endpoints.temporal_namespace, data_converter=pydantic_data_converter,
+        # Client spans (StartWorkflow) parent the workflow's; a worker built on this client inherits it.
+        interceptors=[tracing_interceptor()],
     )
+    await ensure_search_attributes(client, endpoints.temporal_namespace)
+    return client
 
 
 @asynccontextmanager
@@ -356,6 +362,8 @@ def build_worker(
         workflows=ALL_WORKFLOWS,
         activities=[*activities.all(), *RetentionActivities(deps).all()],
         workflow_failure_exception_types=list(workflow_failure_exception_types),
+        # The SDK's tracing interceptor, unless the client carries it already (the worker inherits the client's).
+        interceptors=[] if has_tracing(client) else [tracing_interceptor()],
     )
 
 
@@ -369,7 +377,10 @@ async def run_worker(settings: Settings) -> None:
         McpServerError: an MCP server the agents declare cannot start or list its tools.
     """
     agents, tools = agent_tools(settings)  # a bad file or tool module stops the start before any server runs
+    tracer_provider = configure_tracing(settings)
     async with agent_mcp_servers(agents) as mcp, AsyncExitStack() as stack:
+        if tracer_provider is not None:
+            stack.callback(tracer_provider.shutdown)  # flushes the last spans at exit
         if mcp.tools:
             agents, tools = agent_tools(settings, mcp.tools, agents)
         # Skills are checked against every tool, MCP tools included: a skill may grant one.
@@ -382,6 +393,7 @@ async def run_worker(settings: Settings) -> None:
         deps = await stack.enter_async_context(
             open_graph(settings, services=("postgres", "s3", "temporal"), tools=tools))
         client = await temporal_client(settings)
+        serve_metrics(settings.metrics_port, deps.metrics.registry, addr=settings.metrics_address)
         providers = model_providers(settings)
         worker = build_worker(client, deps, task_queue=settings.temporal_task_queue, tools=tools,
                               providers=providers, agent_endpoints=agent_endpoints(agents), skills=skills)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Literal
 from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import Field, SecretStr, field_validator
@@ -92,6 +93,14 @@ class Settings(BaseSettings):
     temporal_ui_port: int = Field(default=8233, ge=1, le=65535)
     """Preferred port for the embedded Temporal Web UI; a free one is used if it is taken."""
 
+    temporal_ui_url: str | None = None
+    """Base URL of the Temporal Web UI for links to runs (`http://host:port`); unset means the embedded
+    server's UI when it runs, else no links."""
+
+    inspector_port: int = Field(default=8234, ge=1, le=65535)
+    """Preferred port of the inspector (`dossier inspector`, `dossier services up inspector`); a free one is
+    used by the service if it is taken."""
+
     local_model_url: str | None = None
     """OpenAI-compatible base URL of a model server (`http://host:port/v1`); unset means the
     embedded llama.cpp server (`dossier services up llm`)."""
@@ -132,6 +141,37 @@ class Settings(BaseSettings):
     model_timeout_seconds: float | None = Field(default=None, gt=0)
     """Longest one model call may take before it is retried (the model-call activity's start-to-close
     timeout); unset means the workflows' default of 10 minutes."""
+
+    @field_validator("temporal_ui_url")
+    @classmethod
+    def _check_ui_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError(f"TEMPORAL_UI_URL starts with http:// or https://, got {value!r}")
+        return value.rstrip("/") if value is not None else None
+
+    inspector_url: str | None = None
+    """Base URL of the inspector that run summaries in the Temporal UI link to (`/conversations/<id>`,
+    `/runs/<id>`); unset means the embedded inspector service's URL while it runs (`dossier services up`: it
+    may have taken another port than `INSPECTOR_PORT`), else `http://127.0.0.1:<INSPECTOR_PORT>`."""
+
+    metrics_port: int = Field(default=9464, ge=0, le=65535)
+    """Port on which the worker serves Prometheus metrics (`/metrics`); 0 serves none. A taken port is
+    logged and skipped."""
+
+    metrics_address: str = "127.0.0.1"
+    """Address the metrics endpoint binds: this host only by default, like every embedded service
+    (`0.0.0.0` lets a Prometheus on another host or container scrape it)."""
+
+    tracing_exporter: Literal["otlp", "console", "none"] | None = None
+    """Where the worker's OpenTelemetry spans go; unset means `otlp` when `OTEL_EXPORTER_OTLP_ENDPOINT`
+    is set, else `none` (see `dossier.telemetry`)."""
+
+    otel_exporter_otlp_endpoint: str | None = None
+    """OTLP/HTTP collector base URL (`http://host:4318`), OpenTelemetry's standard variable."""
+
+    def inspector_base_url(self) -> str:
+        """The inspector's base URL for links: ``INSPECTOR_URL``, else the embedded inspector's preferred port."""
+        return (self.inspector_url or f"http://127.0.0.1:{self.inspector_port}").rstrip("/")
 
     @field_validator("openai_base_url", "anthropic_base_url")
     @classmethod

@@ -56,6 +56,7 @@ from dossier.services import ensure_services
 from dossier.services.process import find_binary
 from dossier.services.s3 import client as s3_client
 from dossier.settings import Settings, with_database
+from dossier.visibility import dev_server_args
 from harness.replay_scenarios import SCENARIOS, TASK_QUEUE
 from store import conversations
 from workflows import ALL_WORKFLOWS
@@ -65,7 +66,7 @@ DEFAULT_OUT = ROOT / "tests" / "replay" / "histories"
 
 IDENTITY = "dossier-replay-recorder"
 """Client and worker identity in the histories (the default is ``pid@hostname``)."""
-DEV_SERVER_ARGS = ("--dynamic-config-value", 'history.timerProcessorMaxTimeShift="10ms"')
+DEV_SERVER_ARGS = ("--dynamic-config-value", 'history.timerProcessorMaxTimeShift="10ms"', *dev_server_args())
 """Retry backoffs otherwise advance in ~1 s steps on the dev server."""
 
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")

@@ -5,7 +5,8 @@
     PolicyError
     ├── UnknownParticipantError   the boundary names a participant the candidates lack
     ├── BoundaryMismatchError     candidates were loaded for another branch
-    └── DerivationError           a tool payload cannot be read as its declared kind
+    ├── DerivationError           a tool payload cannot be read as its declared kind
+    └── UnknownPolicyVersionError a policy version tag the registry does not hold (policy/versions.py)
 """
 
 from __future__ import annotations
@@ -25,3 +26,12 @@ class BoundaryMismatchError(PolicyError):
 
 class DerivationError(PolicyError):
     """A tool payload could not be parsed as the kind it claims to be."""
+
+
+class UnknownPolicyVersionError(PolicyError):
+    """A policy version tag (or name) that no registered policy carries: never replaced by a default."""
+
+    def __init__(self, tag: str, detail: str) -> None:
+        super().__init__(f"unknown policy version {tag!r}: {detail}")
+        self.tag = tag
+        """The tag or name asked for."""

@@ -166,6 +166,22 @@ def inert(text: str) -> str:
     return _CITATION_LOOKALIKE.sub(lambda found: "\\" + found.group(0), text)
 
 
+def escape_invisible(text: str) -> str:
+    """``text`` for a reader (a terminal, an HTML page): every character of :data:`_INVISIBLE` but newline and
+    tab shown as a ``\\xNN``, ``\\uNNNN`` or ``\\UNNNNNNNN`` escape, so tool text cannot move a cursor, hide
+    words (tag characters, bidi and zero-width marks) or clear a screen. Everything else is kept as it is;
+    HTML escaping is the template's business.
+    """
+    if text.isprintable():
+        return text
+    return "".join(ch if ch in "\n\t" or unicodedata.category(ch) not in _INVISIBLE else _escape(ord(ch))
+                   for ch in text)
+
+
+def _escape(code: int) -> str:
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
 _JSON_LOOKALIKE = re.compile(
     r"\[(?=\s*(?:" + "|".join(kind.value for kind in RefKind) + r")\s*:)"
     r"|(?<=[" + "".join(kind.value for kind in RefKind) + r"]):(?=[0-9a-fA-F]{6})", re.IGNORECASE)

@@ -39,6 +39,7 @@ from store.errors import (
     PayloadTooLargeError,
 )
 from store.records import StoreRecord
+from store.tracing import tracer
 
 logger = logging.getLogger(__name__)
 
@@ -148,7 +149,14 @@ class ArtifactStore:
 
     # ------------------------------------------------------------------ plumbing
 
-    async def _call(self, fn: Callable[[], T], key: str | None = None) -> T:
+    async def _call(self, fn: Callable[[], T], key: str | None = None, *, operation: str) -> T:
+        # One span per S3 request, beneath the caller's (an activity's) span; no key: it names the account.
+        with tracer().start_as_current_span(f"s3 {operation}", attributes={
+            "rpc.system": "s3", "rpc.method": operation, "s3.bucket": self.bucket,
+        }):
+            return await self._request(fn, key)
+
+    async def _request(self, fn: Callable[[], T], key: str | None) -> T:
         try:
             return await asyncio.to_thread(fn)
         except S3Error as error:
@@ -181,7 +189,7 @@ class ArtifactStore:
                 if error.code not in ("BucketAlreadyOwnedByYou", "BucketAlreadyExists"):
                     raise
 
-        await self._call(ensure)
+        await self._call(ensure, operation="EnsureBucket")
 
     # ------------------------------------------------------------------ writes
 
@@ -268,14 +276,14 @@ class ArtifactStore:
         key = object_key(account_id, digest)
         ref = ObjectRef(key=key, sha256=digest, size=size, content_type=content_type)
         try:
-            existing = await self._call(lambda: self._client.stat_object(self.bucket, key), key)
+            existing = await self._call(lambda: self._client.stat_object(self.bucket, key), key, operation="HeadObject")
         except ArtifactNotFoundError:
             existing = None
         if existing is not None and existing.size == size:
             # Size and metadata prove nothing (a same-size object with copied metadata passes both): only
             # bytes that hash to the address may stand in for this upload. Read them back and hash them.
             try:
-                stored: str | None = await self._call(lambda: self._read_into(key, _Discard()), key)
+                stored: str | None = await self._call(lambda: self._read_into(key, _Discard()), key, operation="GetObject")
             except ArtifactNotFoundError:  # removed since the stat: upload it
                 stored = None
             if stored == digest:
@@ -300,7 +308,7 @@ class ArtifactStore:
                 part_size=PART_SIZE,
             )
 
-        await self._call(upload, key)
+        await self._call(upload, key, operation="PutObject")
         return ref
 
     # ------------------------------------------------------------------ reads
@@ -319,7 +327,7 @@ class ArtifactStore:
             ArtifactNotFoundError: no such object in the account.
         """
         self._check_account(account_id, key)
-        info = await self._call(lambda: self._client.stat_object(self.bucket, key), key)
+        info = await self._call(lambda: self._client.stat_object(self.bucket, key), key, operation="HeadObject")
         return ObjectRef(
             key=key,
             sha256=_meta(dict(info.metadata or {}), META_SHA256) or key.rsplit("/", 1)[-1],
@@ -334,7 +342,7 @@ class ArtifactStore:
             ArtifactNotFoundError: no such object in the account.
         """
         self._check_account(account_id, key)
-        info = await self._call(lambda: self._client.stat_object(self.bucket, key), key)
+        info = await self._call(lambda: self._client.stat_object(self.bucket, key), key, operation="HeadObject")
         value = _meta(dict(info.metadata or {}), META_PRIVACY)
         return PrivacyClass(value) if value else None
 
@@ -375,7 +383,7 @@ class ArtifactStore:
         """
         self._check_account(account_id, key)
         buffer = io.BytesIO()
-        actual = await self._call(lambda: self._read_into(key, buffer), key)
+        actual = await self._call(lambda: self._read_into(key, buffer), key, operation="GetObject")
         if actual != expected_sha256.lower():
             raise ArtifactIntegrityError(key, expected_sha256, actual)
         return buffer.getvalue()
@@ -402,7 +410,7 @@ class ArtifactStore:
         self._check_account(account_id, key)
         spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_MAX_BYTES)  # noqa: SIM115 - returned to the caller
         try:
-            actual = await self._call(lambda: self._read_into(key, spool), key)
+            actual = await self._call(lambda: self._read_into(key, spool), key, operation="GetObject")
             if actual != expected_sha256.lower():
                 raise ArtifactIntegrityError(key, expected_sha256, actual)
         except BaseException:
@@ -477,4 +485,4 @@ class ArtifactStore:
             ArtifactNotFoundError: ``key`` lies outside the account's prefix.
         """
         self._check_account(account_id, key)
-        await self._call(lambda: self._client.remove_object(self.bucket, key), key)
+        await self._call(lambda: self._client.remove_object(self.bucket, key), key, operation="DeleteObject")

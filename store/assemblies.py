@@ -20,7 +20,7 @@ from store._sql import get_row, insert_once, new_id, translate_errors
 from store.convert import to_stored_assembly
 from store.errors import IntegrityViolation
 from store.models import ContextAssembly, ModelRun, PolicyDecision
-from store.records import AssemblyTimings, StoredContextAssembly
+from store.records import AssemblyTimings, ReplayInputs, StoredContextAssembly
 
 
 @translate_errors
@@ -34,6 +34,7 @@ async def save_context_assembly(
     timings: AssemblyTimings | None = None,
     *,
     assembly_id: str | None = None,
+    replay: ReplayInputs | None = None,
 ) -> str:
     """Persist what one model call saw and every decision behind it.
 
@@ -49,6 +50,8 @@ async def save_context_assembly(
         messages: the provider messages exactly as sent (OpenAI format).
         timings: how long each phase took.
         assembly_id: the id to use; a fresh one when ``None``.
+        replay: what recomputing the assembly needs (its boundary must be ``boundary``); ``None``
+            stores the boundary only, and the assembly is not replayable.
 
     Returns:
         The assembly id.
@@ -59,6 +62,8 @@ async def save_context_assembly(
     """
     if boundary.account_id != account_id:
         raise IntegrityViolation("boundary.account_id does not match account_id")
+    if replay is not None and replay.boundary != boundary:
+        raise IntegrityViolation("replay.boundary does not match boundary")
     timings = timings or AssemblyTimings()
     assembly_id = assembly_id or new_id()
     values = record.model_dump(mode="json")
@@ -73,8 +78,13 @@ async def save_context_assembly(
         provider_route=boundary.provider_route,
         generation_at=boundary.now,
         messages=[dict(m) for m in messages],
+        boundary=boundary.model_dump(mode="json"),
         **timings.model_dump(),
     )
+    if replay is not None:
+        values.update(candidate_limits=dict(replay.candidate_limits), user_memory_seq=replay.user_memory_seq,
+                      user_memory_ids=list(replay.user_memory_ids),
+                      previous_assembly_id=replay.previous_assembly_id)
     if not await insert_once(session, ContextAssembly, values):
         # A retry: the first write stands, decisions included.
         await get_row(session, ContextAssembly, account_id, assembly_id)
@@ -205,6 +215,24 @@ async def previous_assembly(
     Returns:
         The previous assembly's epoch and boundary, or ``None`` when there is none or it predates epochs.
     """
+    found = await find_previous_assembly(session, account_id, branch_id, participant_id, before_seq=before_seq)
+    return None if found is None else found[1]
+
+
+@translate_errors
+async def find_previous_assembly(
+    session: AsyncSession,
+    account_id: str,
+    branch_id: str,
+    participant_id: str,
+    *,
+    before_seq: int,
+) -> tuple[str, PreviousAssembly] | None:
+    """:func:`previous_assembly` with the previous assembly's id (which an assembly stores, for replay).
+
+    Returns:
+        ``(assembly id, previous)``, or ``None`` when there is none or it predates epochs.
+    """
     stmt = select(ContextAssembly).where(
         ContextAssembly.account_id == account_id,
         ContextAssembly.branch_id == branch_id,
@@ -217,6 +245,24 @@ async def previous_assembly(
     )
     if row is None or row.epoch is None:
         return None
+    return row.id, _as_previous(row)
+
+
+@translate_errors
+async def assembly_as_previous(session: AsyncSession, account_id: str, assembly_id: str) -> PreviousAssembly:
+    """A stored assembly as what a later call continues (replay reads the one an assembly recorded).
+
+    Raises:
+        NotFoundError: no such assembly in the account.
+        IntegrityViolation: the assembly has no epoch, so nothing could have continued it.
+    """
+    row = await get_row(session, ContextAssembly, account_id, assembly_id)
+    if row.epoch is None:
+        raise IntegrityViolation(f"assembly {assembly_id!r} has no epoch")
+    return _as_previous(row)
+
+
+def _as_previous(row: ContextAssembly) -> PreviousAssembly:
     return PreviousAssembly(
         snapshot_seq=row.snapshot_seq, policy_version=row.policy_version, branch_id=row.branch_id,
         provider_route=row.provider_route, runtime_kind=RuntimeKind(row.runtime_kind),

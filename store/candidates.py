@@ -14,11 +14,23 @@ LIMIT n``; the union is cut to ``n`` again. Cost therefore grows with the
 limits and the lineage depth, not with the size of the conversation.
 
 Everything is read as of ``snapshot_seq``: nodes after it are excluded, a
-tool call's state is the last one at or before it, and memory links to
-later memories are hidden (see :mod:`store.convert`). Loading the same
-snapshot again returns the same candidates, with two documented exceptions:
-a skill state rewritten after the snapshot leaves it (its ``seq`` moves), and
-a memory's ``resolution`` is always the current one.
+tool call's state is the last one at or before it (the pinned pools load and
+count calls by that state), memory links to later memories are hidden, a
+memory superseded again later names the replacement it had then, its
+``resolution`` is the one it had then, and a skill state rewritten later is
+read back from its history as the version current then (see
+:mod:`store.convert`). User memories belong to the account,
+not the conversation: they are read as of the account's user-memory snapshot
+(``user_memory_seq``, recorded with each assembly). Loading the same snapshots
+again therefore returns the same candidates, with one exception that is
+detected rather than hidden: a user memory forgotten since (it is deleted, and
+replay does not bring it back; :func:`activities.replay.recompute_assembly`
+refuses such an assembly with ``AssemblyNotReplayableError``). One bound
+is approximate: the live/superseded split of the tool-memory pool uses the
+current ``superseded_seq``, which only matters past ``max_memories``. And
+participants carry no ``seq``: all of the conversation's are loaded, a
+participant added later included (their rows never change, and an assembly
+reads only its own participant's).
 """
 
 from __future__ import annotations
@@ -30,11 +42,12 @@ from typing import TypeVar
 from sqlalchemy import ColumnElement, and_, func, or_, select, text, union_all
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from policy.enums import UNRESOLVED_STATUSES, ToolCallStatus
-from policy.records import CandidateSet, Lineage, ToolCallRecord
+from policy.enums import UNRESOLVED_STATUSES, ToolCallStatus, VisibilityScope
+from policy.records import CandidateSet, Lineage, SkillStateRecord
 from store._sql import translate_errors
 from store.branches import _lineage_rows
 from store.convert import (
+    skill_state_at,
     to_artifact,
     to_checkpoint,
     to_message,
@@ -46,6 +59,7 @@ from store.convert import (
 )
 from store.errors import NotFoundError
 from store.models import (
+    Account,
     Base,
     ContinuationCheckpoint,
     Conversation,
@@ -166,11 +180,9 @@ async def _snapshot(session: AsyncSession, account_id: str, conversation_id: str
     return current if up_to_seq is None else max(0, min(up_to_seq, current))
 
 
-def _pinned_at(call: ToolCallRecord) -> bool:
-    return call.status in UNRESOLVED_STATUSES
-
-
-_OPEN_STATUSES = sorted(status.value for status in UNRESOLVED_STATUSES if status is not ToolCallStatus.FAILED)
+_OPEN = frozenset(status for status in UNRESOLVED_STATUSES if status is not ToolCallStatus.FAILED)
+_FAILED = frozenset({ToolCallStatus.FAILED})
+_OPEN_STATUSES = sorted(status.value for status in _OPEN)
 _OPEN_CALL_SQL = f"({PINNED_TOOL_CALL_SQL}) AND status IN ({', '.join(repr(s) for s in _OPEN_STATUSES)})"
 """Open calls: the pinned partial index's predicate (so it serves the query), narrowed."""
 _FAILED_CALL_SQL = f"({PINNED_TOOL_CALL_SQL}) AND status = 'failed'"
@@ -184,24 +196,121 @@ async def _pinned_calls(
     arms: Sequence[ColumnElement[bool]],
     snapshot_seq: int,
     pinned_sql: str,
+    statuses: frozenset[ToolCallStatus],
     limit: int,
 ) -> tuple[list[ToolCall], int]:
     """The ``limit`` newest calls matching ``pinned_sql`` at the snapshot, and how many more there are.
 
-    A call resolved after the snapshot was still pinned at it: recently updated
-    calls come too and are judged by their state at the snapshot.
+    ``statuses`` are the statuses ``pinned_sql`` selects, to judge a call updated since the snapshot
+    by its state at it when counting the ones past ``limit``.
+
+    A call resolved after the snapshot was still pinned at it, and one that failed after it was not:
+    calls updated since are judged by their state at the snapshot, so a replay loads and counts
+    what the first assembly did.
     """
-    rows = await _pool(session, account_id, conversation_id, ToolCall, [or_(*arms)], limit,
-                       or_(text(f"({pinned_sql})"), ToolCall.updated_seq > snapshot_seq))
-    rows = [row for row in rows if _pinned_at(to_tool_call(row, snapshot_seq))]
-    if len(rows) < limit:
-        return rows, 0
+    scope = (ToolCall.account_id == account_id, ToolCall.conversation_id == conversation_id, or_(*arms))
+    # Calls not updated since the snapshot are pinned at it as they are now (an index range scan); the
+    # others (none, unless the graph moved on: a replay, a concurrent write) by their state at it.
+    unchanged = await _pool(session, account_id, conversation_id, ToolCall, [or_(*arms)], limit,
+                            text(f"({pinned_sql})"), ToolCall.updated_seq <= snapshot_seq)
+    updated_since = await session.scalars(select(ToolCall).where(*scope, ToolCall.updated_seq > snapshot_seq))
+    changed = [row for row in updated_since if to_tool_call(row, snapshot_seq).status in statuses]
+    rows = sorted([*unchanged, *changed], key=lambda row: row.seq)[-limit:] if limit > 0 else []
+    if len(unchanged) < limit:
+        return rows, max(0, len(unchanged) + len(changed) - len(rows))
     total = await session.scalar(
         select(func.count()).select_from(ToolCall).where(
-            ToolCall.account_id == account_id, ToolCall.conversation_id == conversation_id, or_(*arms),
-            text(f"({pinned_sql})"))
+            *scope, text(f"({pinned_sql})"), ToolCall.updated_seq <= snapshot_seq)
     )
-    return rows, max(0, (total or 0) - len(rows))
+    return rows, max(0, (total or 0) + len(changed) - len(rows))
+
+
+async def _superseded_at(
+    session: AsyncSession,
+    account_id: str,
+    conversation_id: str,
+    memories: Sequence[ToolMemory],
+    snapshot_seq: int,
+) -> dict[str, str]:
+    """``superseded_by`` as of the snapshot, for memories superseded again since.
+
+    A memory superseded on one branch and later on a sibling has its ``superseded_by`` and
+    ``superseded_seq`` moved to the later replacement; at the snapshot it was the newest
+    replacement written by then, read back from the replacing side (``supersedes``). Nothing is
+    queried unless some memory was superseded after the snapshot (replay, or a concurrent write).
+    """
+    moved = sorted(row.id for row in memories if row.superseded_seq is not None and row.superseded_seq > snapshot_seq)
+    if not moved:
+        return {}
+    found = await session.execute(
+        select(ToolMemory.id, ToolMemory.seq, ToolMemory.supersedes).where(
+            ToolMemory.account_id == account_id, ToolMemory.conversation_id == conversation_id,
+            ToolMemory.seq <= snapshot_seq, ToolMemory.supersedes.overlap(moved),
+        ).order_by(ToolMemory.seq)
+    )
+    newest: dict[str, str] = {}
+    for replacement in found:
+        for old in replacement.supersedes:
+            newest[old] = replacement.id  # in seq order: the last one written by the snapshot wins
+    return {old: newest[old] for old in moved if old in newest}
+
+
+async def user_memory_snapshot(session: AsyncSession, account_id: str) -> int:
+    """The account's highest user-memory ``seq`` (0 when it has none): the snapshot an assembly records.
+
+    The account's counter is taken under a row lock until commit, so every user memory up to it is
+    committed and visible (as ``seq`` for a conversation, :func:`store._sql.allocate_seq`).
+
+    Raises:
+        NotFoundError: no such account.
+    """
+    next_seq = await session.scalar(select(Account.next_user_seq).where(Account.id == account_id))
+    if next_seq is None:
+        raise NotFoundError("account", account_id)
+    return int(next_seq) - 1
+
+
+async def _skill_states_at(
+    session: AsyncSession,
+    account_id: str,
+    conversation_id: str,
+    lineage: Lineage,
+    snapshot_seq: int,
+    limit: int,
+) -> tuple[SkillStateRecord, ...]:
+    """The ``limit`` most recently written skill states as of the snapshot, in ``seq`` order.
+
+    A state rewritten after the snapshot has moved on (its row's ``seq`` is later): it is read back
+    from the row's history as the version that was current at the snapshot.
+    """
+    current = await _pool(session, account_id, conversation_id, SkillState,
+                          _arms(SkillState, lineage, snapshot_seq, _VISIBLE_IN_CONVERSATION_SQL), limit)
+    states = [to_skill_state(row) for row in current]
+    branches = [step.branch_id for step in lineage.steps]
+    rewritten = await session.scalars(
+        select(SkillState).where(
+            SkillState.account_id == account_id, SkillState.conversation_id == conversation_id,
+            SkillState.seq > snapshot_seq,
+            or_(SkillState.branch_id.in_(branches), text(f"({_VISIBLE_IN_CONVERSATION_SQL})")),
+        )
+    )
+    for row in rewritten:
+        state = skill_state_at(row, snapshot_seq)
+        if state is not None and _on_lineage_at(state, lineage, snapshot_seq):
+            states.append(state)
+    states.sort(key=lambda state: state.seq)
+    return tuple(states[-limit:]) if limit > 0 else ()
+
+
+def _on_lineage_at(state: SkillStateRecord, lineage: Lineage, snapshot_seq: int) -> bool:
+    """Whether a version read from history matches one of the pool's arms (``_arms``) at the snapshot."""
+    if state.visibility is VisibilityScope.CONVERSATION:
+        return True
+    for step in lineage.steps:
+        until = snapshot_seq if step.until_seq is None else min(step.until_seq, snapshot_seq)
+        if step.branch_id == state.branch_id and state.seq <= until:
+            return True
+    return False
 
 
 @translate_errors
@@ -213,6 +322,7 @@ async def load_candidates(
     limits: CandidateLimits = DEFAULT_LIMITS,
     *,
     up_to_seq: int | None = None,
+    user_memory_seq: int | None = None,
     extra_artifact_ids: Sequence[str] = (),
 ) -> CandidateSet:
     """Load the candidate pool for a generation on ``branch_id``.
@@ -225,6 +335,9 @@ async def load_candidates(
         limits: bounds on each pool.
         up_to_seq: load a historical snapshot; the current one when ``None``
             (a value beyond the current ``seq`` is clamped to it).
+        user_memory_seq: the account's user-memory snapshot (user memories are account-wide, outside
+            the conversation's ``seq``): only those up to it are loaded; the current one when ``None``
+            (read it first with :func:`user_memory_snapshot` to record it).
         extra_artifact_ids: artifacts to load whatever their age (e.g. the
             generation's evidence requests); ignored if unknown.
 
@@ -257,9 +370,9 @@ async def load_candidates(
     call_arms = _arms(ToolCall, lineage, snapshot_seq, LIVE_SCOPE_SQL)
     recent_calls = await _pool(*args, ToolCall, call_arms, limits.max_tool_calls)
     # Open calls and failed calls are pinned in pools of their own: failures never push an open call out.
-    open_calls, unloaded_open = await _pinned_calls(*args, call_arms, snapshot_seq, _OPEN_CALL_SQL,
+    open_calls, unloaded_open = await _pinned_calls(*args, call_arms, snapshot_seq, _OPEN_CALL_SQL, _OPEN,
                                                     limits.max_open_tool_calls)
-    failed_calls, unloaded_failed = await _pinned_calls(*args, call_arms, snapshot_seq, _FAILED_CALL_SQL,
+    failed_calls, unloaded_failed = await _pinned_calls(*args, call_arms, snapshot_seq, _FAILED_CALL_SQL, _FAILED,
                                                         limits.max_pinned_tool_calls)
     tool_calls = _merge(recent_calls, open_calls, failed_calls)
 
@@ -275,6 +388,7 @@ async def load_candidates(
     )
     memories = _merge(live, superseded)
     memory_seqs = {row.id: row.seq for row in memories}
+    superseded_at = await _superseded_at(session, account_id, conversation_id, memories, snapshot_seq)
     linked = {m for row in memories for m in (*row.conflicts_with, *row.supersedes)} - memory_seqs.keys()
     if linked:
         found = await session.execute(
@@ -305,12 +419,8 @@ async def load_candidates(
         )
     artifacts = _merge(recent_artifacts, cited_artifacts)
 
-    skill_states = await _pool(
-        *args,
-        SkillState,
-        _arms(SkillState, lineage, snapshot_seq, _VISIBLE_IN_CONVERSATION_SQL),
-        limits.max_skill_states,
-    )
+    skill_states = await _skill_states_at(session, account_id, conversation_id, lineage, snapshot_seq,
+                                          limits.max_skill_states)
     checkpoints = await _pool(
         *args,
         ContinuationCheckpoint,
@@ -322,10 +432,12 @@ async def load_candidates(
         .where(Participant.account_id == account_id, Participant.conversation_id == conversation_id)
         .order_by(Participant.created_at, Participant.id)
     )
+    if user_memory_seq is None:
+        user_memory_seq = await user_memory_snapshot(session, account_id)
     user_memories = list(
         await session.scalars(
             select(UserMemory)
-            .where(UserMemory.account_id == account_id)
+            .where(UserMemory.account_id == account_id, UserMemory.seq <= user_memory_seq)
             .order_by(UserMemory.seq.desc())
             .limit(limits.max_user_memories)
         )
@@ -338,13 +450,14 @@ async def load_candidates(
         messages=tuple(to_message(row) for row in messages),
         tool_calls=tuple(to_tool_call(row, snapshot_seq) for row in tool_calls),
         artifacts=tuple(to_artifact(row) for row in artifacts),
-        tool_memories=tuple(to_tool_memory(row, snapshot_seq, memory_seqs) for row in memories),
+        tool_memories=tuple(to_tool_memory(row, snapshot_seq, memory_seqs, superseded_at.get(row.id))
+                            for row in memories),
         user_memories=tuple(to_user_memory(row) for row in reversed(user_memories)),
-        skill_states=tuple(to_skill_state(row) for row in skill_states),
+        skill_states=skill_states,
         checkpoints=tuple(to_checkpoint(row) for row in checkpoints),
         unloaded_open_calls=unloaded_open,
         unloaded_failed_calls=unloaded_failed,
     )
 
 
-__all__ = ["DEFAULT_LIMITS", "CandidateLimits", "load_candidates"]
+__all__ = ["DEFAULT_LIMITS", "CandidateLimits", "load_candidates", "user_memory_snapshot"]

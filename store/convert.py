@@ -26,6 +26,7 @@ from policy.records import (
     ArtifactRecord,
     CheckpointRecord,
     ContextAssemblyRecord,
+    GenerationBoundary,
     MessageRecord,
     ParticipantRecord,
     PolicyDecisionRecord,
@@ -51,7 +52,14 @@ from store.models import (
     ToolMemory,
     UserMemory,
 )
-from store.records import AssemblyTimings, BranchRecord, ConversationRecord, ModelRunRecord, StoredContextAssembly
+from store.records import (
+    AssemblyTimings,
+    BranchRecord,
+    ConversationRecord,
+    ModelRunRecord,
+    ReplayInputs,
+    StoredContextAssembly,
+)
 
 R = TypeVar("R", bound=BaseModel)
 
@@ -146,14 +154,18 @@ def to_tool_memory(
     row: ToolMemory,
     snapshot_seq: int | None = None,
     memory_seqs: Mapping[str, int] | None = None,
+    superseded_at: str | None = None,
 ) -> ToolMemoryRecord:
     """Convert a tool-memory row, as of ``snapshot_seq`` (now when ``None``).
 
     Args:
         row: the memory.
-        snapshot_seq: hide links to memories written after this ``seq``.
+        snapshot_seq: hide links to memories written after this ``seq``, and read the
+            ``resolution`` it had then.
         memory_seqs: ``seq`` of the memories named in ``conflicts_with`` and
             ``supersedes``; an id missing here is treated as written later.
+        superseded_at: the memory's newest replacement written by ``snapshot_seq`` when its
+            ``superseded_seq`` has since moved past it (superseded again on another branch).
 
     Returns:
         The record.
@@ -161,7 +173,9 @@ def to_tool_memory(
     conflicts = tuple(row.conflicts_with)
     supersedes = tuple(row.supersedes)
     superseded_by = row.superseded_by
+    resolution = row.resolution
     if snapshot_seq is not None:
+        resolution = resolution_at(row, snapshot_seq)
         seqs = memory_seqs or {}
 
         def visible(memory_id: str) -> bool:
@@ -170,9 +184,17 @@ def to_tool_memory(
         conflicts = tuple(m for m in conflicts if visible(m))
         supersedes = tuple(m for m in supersedes if visible(m))
         if row.superseded_seq is None or row.superseded_seq > snapshot_seq:
-            superseded_by = None
+            superseded_by = superseded_at
     return _record(ToolMemoryRecord, row, conflicts_with=conflicts, supersedes=supersedes,
-                   superseded_by=superseded_by)
+                   superseded_by=superseded_by, resolution=resolution)
+
+
+def resolution_at(row: ToolMemory, snapshot_seq: int) -> str:
+    """The memory's ``resolution`` as of ``snapshot_seq``: the status the first later change replaced."""
+    for change in row.resolution_history:
+        if change["seq"] > snapshot_seq:
+            return str(change["replaced"])
+    return row.resolution
 
 
 def to_user_memory(row: UserMemory) -> UserMemoryRecord:
@@ -183,6 +205,22 @@ def to_user_memory(row: UserMemory) -> UserMemoryRecord:
 def to_skill_state(row: SkillState) -> SkillStateRecord:
     """Convert a skill-state row."""
     return _record(SkillStateRecord, row)
+
+
+def skill_state_at(row: SkillState, snapshot_seq: int) -> SkillStateRecord | None:
+    """The skill state as of ``snapshot_seq``: the row, or the version of its history written last by then.
+
+    Returns:
+        The state at the snapshot; ``None`` when the skill had no state yet.
+    """
+    if row.seq <= snapshot_seq:
+        return to_skill_state(row)
+    earlier = [version for version in row.history if version["seq"] <= snapshot_seq]
+    if not earlier:
+        return None
+    version = max(earlier, key=lambda v: v["seq"])
+    return _record(SkillStateRecord, row, seq=version["seq"], state=version["state"], active=version["active"],
+                   visibility=version["visibility"], privacy=version["privacy"])
 
 
 def to_checkpoint(row: ContinuationCheckpoint) -> CheckpointRecord:
@@ -213,4 +251,15 @@ def to_stored_assembly(
         decisions=tuple(to_decision(d) for d in decisions),
         messages=None if messages is None else tuple(messages),
         timings=_record(AssemblyTimings, row),
+        replay=_replay_inputs(row),
     )
+
+
+def _replay_inputs(row: ContextAssembly) -> ReplayInputs | None:
+    """The row's replay inputs, or ``None`` when any is missing (a row stored before them)."""
+    if row.boundary is None or row.candidate_limits is None or row.user_memory_seq is None \
+            or row.user_memory_ids is None:
+        return None
+    return ReplayInputs(boundary=GenerationBoundary.model_validate(row.boundary),
+                        candidate_limits=row.candidate_limits, user_memory_seq=row.user_memory_seq,
+                        user_memory_ids=tuple(row.user_memory_ids), previous_assembly_id=row.previous_assembly_id)

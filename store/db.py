@@ -12,6 +12,8 @@ from typing import Any
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
+from store.tracing import instrument_engine
+
 ASYNC_DRIVER = "postgresql+asyncpg"
 
 
@@ -44,7 +46,8 @@ def create_engine(url: str, **kwargs: Any) -> AsyncEngine:
         The engine; dispose of it with ``await engine.dispose()``.
     """
     kwargs.setdefault("pool_pre_ping", True)
-    return create_async_engine(async_url(url), **kwargs)
+    # Every statement gets a span (a no-op until a tracer provider is installed): see store.tracing.
+    return instrument_engine(create_async_engine(async_url(url), **kwargs))
 
 
 def create_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:

@@ -5,6 +5,7 @@
     StoreError
     ├── NotFoundError              an id that does not exist in the caller's account
     ├── BranchCycleError           the branch parent chain loops back on itself
+    ├── AssemblyNotReplayableError a stored assembly that cannot be recomputed (inputs not stored, or gone)
     ├── IntegrityViolation         a write would break a constraint of the graph
     │   ├── InvalidForkPointError  a fork message that is not in the parent's lineage
     │   └── TaintError             a derived record names a source whose privacy class is unknown
@@ -50,6 +51,24 @@ class NotFoundError(StoreError):
         super().__init__(f"{kind} {id!r} not found")
         self.kind = kind
         self.id = id
+
+
+class AssemblyNotReplayableError(StoreError):
+    """A stored assembly that cannot be recomputed from stored state, and why.
+
+    Either it was stored before its replay inputs were (``store.records.ReplayInputs``),
+    or something it was computed from is gone since (a user memory forgotten, its
+    previous assembly deleted). Replay says so instead of recomputing something else.
+
+    Attributes:
+        assembly_id: the assembly.
+        reason: why it cannot be recomputed.
+    """
+
+    def __init__(self, assembly_id: str, reason: str) -> None:
+        super().__init__(f"assembly {assembly_id!r} is not replayable: {reason}")
+        self.assembly_id = assembly_id
+        self.reason = reason
 
 
 class BranchCycleError(StoreError):

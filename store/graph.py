@@ -7,6 +7,8 @@ gathers them.
 """
 
 from store.assemblies import (
+    assembly_as_previous,
+    find_previous_assembly,
     get_context_assembly,
     list_context_assemblies,
     previous_assembly,
@@ -107,6 +109,8 @@ __all__ = [
     "put_checkpoint",
     "put_skill_state",
     "previous_assembly",
+    "find_previous_assembly",
+    "assembly_as_previous",
     "put_user_memory",
     "read_artifact_payload",
     "record_tool_call",

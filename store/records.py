@@ -14,7 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from policy.enums import RuntimeKind
-from policy.records import ContextAssemblyRecord, PolicyDecisionRecord
+from policy.records import ContextAssemblyRecord, GenerationBoundary, PolicyDecisionRecord
 
 ModelRunStatus = Literal["running", "succeeded", "failed", "cancelled"]
 """Lifecycle of a model run."""
@@ -85,6 +85,26 @@ class AssemblyTimings(StoreRecord):
     """Rendering and hashing the provider messages."""
 
 
+class ReplayInputs(StoreRecord):
+    """Everything besides the graph at its snapshot that an assembly was computed from.
+
+    With these, the candidates read back at the assembly's ``snapshot_seq`` and the
+    policy its ``policy_version`` names, the assembly can be recomputed
+    (:func:`activities.replay.recompute_assembly`).
+    """
+
+    boundary: GenerationBoundary
+    """The whole generation boundary: evidence requests, route limit, token budget, skill catalog, time ..."""
+    candidate_limits: dict[str, int]
+    """The ``store.candidates.CandidateLimits`` the candidates were loaded with, by field name."""
+    user_memory_seq: int
+    """The account's highest user-memory ``seq`` at load time (0: none yet)."""
+    user_memory_ids: tuple[str, ...]
+    """The user memories loaded, oldest first."""
+    previous_assembly_id: str | None = None
+    """The assembly whose epoch this one could continue; ``None`` when there was none."""
+
+
 class StoredContextAssembly(StoreRecord):
     """A saved assembly: the policy's record, its decisions and its boundary."""
 
@@ -104,3 +124,5 @@ class StoredContextAssembly(StoreRecord):
     """The provider messages, when loaded (``with_messages=True``)."""
     timings: AssemblyTimings
     created_at: datetime
+    replay: ReplayInputs | None = None
+    """What recomputing the assembly needs; ``None`` for an assembly stored before replay inputs were."""

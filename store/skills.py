@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import and_, func, or_, select
+from sqlalchemy import and_, func, literal_column, or_, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -75,9 +75,16 @@ async def put_skill_state(
         "privacy": PrivacyClass(privacy).value,
     }
     insert = pg_insert(SkillState).values(**values)
+    # The version being replaced joins the row's history, so a snapshot before this write reads it back.
+    replaced = func.jsonb_build_object(
+        literal_column("'seq'"), SkillState.seq, literal_column("'state'"), SkillState.state,
+        literal_column("'active'"), SkillState.active, literal_column("'visibility'"), SkillState.visibility,
+        literal_column("'privacy'"), SkillState.privacy,
+    )
     stmt = insert.on_conflict_do_update(
         index_elements=["account_id", "participant_id", "skill", "branch_id"],
         set_={
+            "history": SkillState.history.op("||")(func.jsonb_build_array(replaced)),
             "seq": insert.excluded.seq,
             "state": insert.excluded.state,
             "active": insert.excluded.active,

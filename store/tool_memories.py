@@ -273,7 +273,13 @@ async def mark_memory_resolution(
         NotFoundError: no such memory in the account.
     """
     row = await get_row(session, ToolMemory, account_id, memory_id, for_update=True)
-    row.resolution = ResolutionStatus(status).value
+    status = ResolutionStatus(status)
+    if row.resolution != status.value:
+        # The change is an event of the conversation: an assembly whose snapshot predates it (its replay
+        # included) reads the status it replaced (store.convert.resolution_at).
+        seq = await allocate_seq(session, account_id, row.conversation_id)
+        row.resolution_history = [*row.resolution_history, {"seq": seq, "replaced": row.resolution}]
+        row.resolution = status.value
     if repair_attempts is not None:
         row.repair_attempts = repair_attempts
     await session.flush()

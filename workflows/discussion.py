@@ -11,6 +11,7 @@ from temporalio import workflow
 
 from workflows.options import child_id
 from workflows.turn import AgentTurnWorkflow
+from workflows.visibility import child_options
 
 with workflow.unsafe.imports_passed_through():
     from contracts import DiscussionInput, DiscussionResult, RuntimeKind, TurnInput, TurnResult, WorkflowName
@@ -31,5 +32,8 @@ class DiscussionWorkflow:
                               runtime_kind=RuntimeKind.DISCUSSION, token_budget=request.token_budget,
                               model_timeout_seconds=request.model_timeout_seconds),
                     id=child_id(f"round-{round_}-speaker-{index}"),
+                    **child_options(request.scope, RuntimeKind.DISCUSSION, participant_id, "agent turn",
+                                    f"round {round_ + 1} of {request.rounds}",
+                                    f"speaker {index + 1} of {len(request.participant_ids)}"),
                 ))
         return DiscussionResult(turns=tuple(turns))

@@ -13,6 +13,7 @@ from temporalio import workflow
 
 from workflows.options import child_id
 from workflows.turn import AgentTurnWorkflow
+from workflows.visibility import child_options
 
 with workflow.unsafe.imports_passed_through():
     from contracts import MultiModelInput, MultiModelResult, RuntimeKind, TurnInput, WorkflowName
@@ -30,6 +31,8 @@ class MultiModelTurnWorkflow:
                 TurnInput(scope=request.scope, participant_id=participant_id, runtime_kind=RuntimeKind.MULTI_MODEL,
                           token_budget=request.token_budget, model_timeout_seconds=request.model_timeout_seconds),
                 id=child_id(f"model-{index}"),
+                **child_options(request.scope, RuntimeKind.MULTI_MODEL, participant_id, "agent turn",
+                                f"participant {index + 1} of {len(request.participant_ids)}"),
             )
             for index, participant_id in enumerate(request.participant_ids)
         ]

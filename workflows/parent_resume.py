@@ -11,6 +11,7 @@ from temporalio import workflow
 
 from workflows.options import child_id
 from workflows.turn import AgentTurnWorkflow
+from workflows.visibility import child_options
 
 with workflow.unsafe.imports_passed_through():
     from contracts import ParentResumeInput, RuntimeKind, TurnInput, TurnResult, WorkflowName
@@ -28,4 +29,6 @@ class ParentResumeWorkflow:
                       runtime_kind=RuntimeKind.PARENT_RESUME, checkpoint_id=request.checkpoint_id,
                       token_budget=request.token_budget, model_timeout_seconds=request.model_timeout_seconds),
             id=child_id("turn"),
+            **child_options(request.scope, RuntimeKind.PARENT_RESUME, request.parent_participant_id, "agent turn",
+                            "restored from a checkpoint"),
         )

@@ -39,6 +39,7 @@ from workflows.options import (
     TOOL_RETRY_INITIAL,
     model_call_timeout,
 )
+from workflows.visibility import run_link, summary
 
 with workflow.unsafe.imports_passed_through():
     from contracts import (
@@ -101,6 +102,7 @@ class AgentTurnWorkflow:
                     CheckpointInput(scope=turn.scope, participant_id=turn.participant_id, kind="tool_loop",
                                     model_run_ids=tuple(self._runs), next_step="continue the tool loop"),
                     start_to_close_timeout=STEP_TIMEOUT, retry_policy=STEP_RETRY, result_type=str,
+                    summary=summary("write checkpoint", "tool_loop", f"{len(self._runs)} model runs"),
                 )
                 workflow.logger.info("turn continues as new after %d model calls", self._round)
                 workflow.continue_as_new(turn.model_copy(update={
@@ -148,11 +150,14 @@ class AgentTurnWorkflow:
                          reassembly_of: str | None = None) -> ModelStepResult:
         run_id = str(workflow.uuid4())
         self._runs.append(run_id)
+        # What the UI shows for each step: kind, round and the run's inspector page; never text.
+        kind, step, link = turn.runtime_kind.value, f"model call {self._round}", run_link(run_id)
         await workflow.execute_activity(
             ActivityName.START_MODEL_RUN,
             ModelRunInput(scope=turn.scope, participant_id=turn.participant_id, model_run_id=run_id,
                           runtime_kind=turn.runtime_kind, parent_model_run_id=turn.parent_model_run_id),
             start_to_close_timeout=STEP_TIMEOUT, retry_policy=STEP_RETRY, result_type=str,
+            summary=summary("start model run", kind, step, f"run {run_id}", link),
         )
         assembly: AssembleResult = await workflow.execute_activity(
             ActivityName.ASSEMBLE_CONTEXT,
@@ -161,6 +166,9 @@ class AgentTurnWorkflow:
                           token_budget=budget, checkpoint_id=checkpoint_id,
                           reassembly_of_model_run_id=reassembly_of),
             start_to_close_timeout=STEP_TIMEOUT, retry_policy=STEP_RETRY, result_type=AssembleResult,
+            summary=summary("assemble context", kind, step,
+                            f"budget {budget}" if budget is not None else None,
+                            "re-assembly" if reassembly_of else None, link),
         )
         return await workflow.execute_activity(
             ActivityName.CALL_MODEL,
@@ -169,13 +177,17 @@ class AgentTurnWorkflow:
             # A slow model is waited for; a dead worker is noticed by its missing heartbeats.
             start_to_close_timeout=model_call_timeout(turn.model_timeout_seconds),
             heartbeat_timeout=MODEL_HEARTBEAT_TIMEOUT, retry_policy=MODEL_RETRY, result_type=ModelStepResult,
+            summary=summary("call model", kind, step,
+                            f"{assembly.assembled_tokens} assembled tokens",
+                            f"{assembly.legacy_tokens} replay tokens", link),
         )
 
     async def _answer_committed(self, call: ToolCallInput) -> bool:
         """Whether the signalled answer reached the graph (the client commits it once the signal has landed)."""
         try:
             await workflow.execute_activity(ActivityName.CONFIRM_ANSWER, call, start_to_close_timeout=STEP_TIMEOUT,
-                                            retry_policy=ANSWER_CONFIRM_RETRY)
+                                            retry_policy=ANSWER_CONFIRM_RETRY,
+                                            summary=summary("confirm answer", f"tool call {call.tool_call_id}"))
         except ActivityError:
             workflow.logger.warning("the answer to tool call %s was signalled but never committed", call.tool_call_id)
             return False
@@ -202,6 +214,8 @@ class AgentTurnWorkflow:
                 retry_policy=RetryPolicy(initial_interval=TOOL_RETRY_INITIAL, backoff_coefficient=2.0,
                                          maximum_attempts=tool.max_attempts),
                 result_type=ToolStepResult,
+                summary=summary("execute tool", turn.runtime_kind.value, f"model call {self._round}",
+                                f"tool call {tool.tool_call_id}", f"up to {tool.max_attempts} attempts"),
             )
         except ActivityError:
             # Every attempt failed: the last error becomes the call's failed result, which the
@@ -210,4 +224,6 @@ class AgentTurnWorkflow:
             return await workflow.execute_activity(
                 ActivityName.FINALIZE_TOOL_FAILURE, call,
                 start_to_close_timeout=STEP_TIMEOUT, retry_policy=STEP_RETRY, result_type=ToolStepResult,
+                summary=summary("capture tool failure", f"tool call {tool.tool_call_id}",
+                                f"after {tool.max_attempts} attempts"),
             )

@@ -13,7 +13,7 @@ from the package index, pinned and verified by sha256 (`model_file`).
     services_status(settings)                          # -> [ServiceStatus, ...]
     stop_services(settings)
 
-One module per service (`postgres`, `s3`, `temporal`, `llm`, `worker`), `state`
+One module per service (`postgres`, `s3`, `temporal`, `llm`, `worker`, `inspector`), `state`
 for the shared state file and its lock, `process` for detached processes and
 ports, `stack` to orchestrate them, and `errors` for the exception tree;
 `model_file` provides the model's weights and `llm_server` is the model

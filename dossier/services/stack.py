@@ -14,19 +14,20 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from types import ModuleType
 
-from dossier.services import llm, postgres, s3, temporal, worker
+from dossier.services import inspector, llm, postgres, s3, temporal, worker
 from dossier.services.errors import ServiceConfigError
 from dossier.services.models import Endpoints, ServiceStatus
 from dossier.services.state import locked_state, read_state
 from dossier.settings import Settings
 
 #: Every service, in start order. Each module has NAME, start, stop and status.
-#: The model server comes before the worker, so that a worker started with it is told its URL.
-SERVICES: dict[str, ModuleType] = {m.NAME: m for m in (postgres, s3, temporal, llm, worker)}
+#: The model server comes before the worker, so that a worker started with it is told its URL; the inspector
+#: comes last (it reads what the others serve, and links to the Temporal UI).
+SERVICES: dict[str, ModuleType] = {m.NAME: m for m in (postgres, s3, temporal, llm, worker, inspector)}
 #: What `ensure_services` starts unless told otherwise; Temporal, the model and the worker are opt-in.
 DEFAULT_SERVICES = ("postgres", "s3")
-#: What `dossier services up` starts: the whole runtime, with the local model for real-model runs.
-FULL_STACK = ("postgres", "s3", "temporal", "llm", "worker")
+#: What `dossier services up` starts: the whole runtime, with the local model for real-model runs, and the inspector.
+FULL_STACK = ("postgres", "s3", "temporal", "llm", "worker", "inspector")
 
 logger = logging.getLogger(__name__)
 
@@ -57,6 +58,7 @@ def is_external(settings: Settings, name: str) -> bool:
         "temporal": settings.temporal_address,
         "llm": settings.local_model_url,
         "worker": None,  # a worker is always ours: it serves this checkout's code
+        "inspector": None,  # so is the inspector
     }
     return configured[name] is not None
 
@@ -81,6 +83,8 @@ def ensure_services(settings: Settings, which: Iterable[str] = DEFAULT_SERVICES)
     wanted = _check_names(which)
     if "worker" in wanted:  # a worker without its services would only crash-loop
         wanted = _check_names((*wanted, "postgres", "s3", "temporal"))
+    if "inspector" in wanted:  # it reads the store
+        wanted = _check_names((*wanted, "postgres", "s3"))
     names = [n for n in wanted if not is_external(settings, n)]
     records: dict[str, dict] = {}
     if not names:  # all external: no need to create DOSSIER_HOME or take the lock
@@ -99,6 +103,12 @@ def ensure_services(settings: Settings, which: Iterable[str] = DEFAULT_SERVICES)
                 if llm.running_record(state.get("llm")) is not None:
                     needed["llm"] = state["llm"]
                 record = worker.start(settings, state.get(name), _endpoints(settings, needed))
+            elif name == "inspector":
+                # The store it reads, and the Temporal UI it links to when that runs.
+                needed = {n: state[n] for n in ("postgres", "s3", "temporal") if n in state}
+                if "temporal" in needed and not temporal.TemporalRecord.model_validate(needed["temporal"]).is_running():
+                    del needed["temporal"]
+                record = inspector.start(settings, state.get(name), _endpoints(settings, needed))
             else:
                 record = SERVICES[name].start(settings, state.get(name))
             state[name] = records[name] = record.model_dump()

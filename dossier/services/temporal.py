@@ -4,7 +4,9 @@ The dev server keeps its SQLite database in `$DOSSIER_HOME/temporal/` and
 binds 127.0.0.1 only. Its frontend (gRPC), HTTP API and metrics ports are
 picked once and remembered; the Web UI prefers `TEMPORAL_UI_PORT` (8233) and
 falls back to a free port, with a warning, when that one is taken. The server
-is healthy when `temporal operator cluster health` says SERVING.
+is healthy when `temporal operator cluster health` says SERVING. Dossier's
+search attributes are registered by the start command itself
+(:func:`dossier.visibility.dev_server_args`).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from dossier.services.process import (
     wait_healthy,
 )
 from dossier.settings import Settings
+from dossier.visibility import dev_server_args
 
 NAME = "temporal"
 START_TIMEOUT = 30.0
@@ -96,6 +99,8 @@ def _argv(temporal: Path, record: TemporalRecord, settings: Settings) -> list[st
         "--log-level", "warn",
         # The dev server otherwise fires timers and retry backoffs in ~1 s steps.
         "--dynamic-config-value", 'history.timerProcessorMaxTimeShift="10ms"',
+        # Dossier's search attributes (DossierConversationId...), so runs can be found in the UI.
+        *dev_server_args(),
     ]  # fmt: skip
     if settings.temporal_namespace != "default":  # "default" always exists
         argv += ["--namespace", settings.temporal_namespace]

@@ -64,6 +64,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from activities.deps import GraphDeps
 from dossier.settings import Settings
+from dossier.visibility import dev_server_args
 from store import conversations
 
 from harness.bench.orchestration_agent import (
@@ -86,7 +87,7 @@ from harness.bench.orchestration_report import (
 )
 from harness.bench.orchestration_timing import Recorder, TimingInterceptor, TurnTiming, instrumented
 
-DEV_SERVER_ARGS = ("--dynamic-config-value", 'history.timerProcessorMaxTimeShift="10ms"')
+DEV_SERVER_ARGS = ("--dynamic-config-value", 'history.timerProcessorMaxTimeShift="10ms"', *dev_server_args())
 """Temporal dev server flags: fire timers promptly."""
 
 

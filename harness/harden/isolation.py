@@ -12,9 +12,14 @@ Read paths covered: every store getter and lister, the candidate loader,
 raw payload reads (inline and S3, by artifact id and by object key), context
 assembly in every runtime mode (foreign conversation, branch, participant,
 evidence request), provenance checks, the Python client, the CLI (as a
-subprocess with another installation's account), S3 with a wrong key, and the
+subprocess with another installation's account), the audit reads (explain
+with and without its trace, why-not from a foreign run and from my own run
+about a foreign record, diff of consecutive calls, of two runs and under
+another policy, what-if by conversation, account and last N runs), S3 with a wrong key, and the
 runtime tools' paths: user memories (list, forget) and ``recall`` (a real
-recall call of mine naming another account's artifact, and its evidence rows).
+recall call of mine naming another account's artifact, and its evidence rows),
+and every page of the inspector that reads by id, with foreign ids and foreign
+tokens (``isolation_inspector``).
 """
 
 from __future__ import annotations
@@ -417,7 +422,7 @@ async def _assembled_text(deps: Any, boundary: GenerationBoundary) -> str:
 
 
 async def _client_paths(stack: Stack, prober: Prober, me: str, other: AccountIds) -> None:
-    """The Python client as ``me`` on another account's ids; nothing may be written."""
+    """The Python client as ``me`` on another account's ids, audit reads included; nothing may be written."""
     from dossier.client import DossierClient
 
     client = DossierClient(deps=stack.deps, temporal=None, settings=stack.settings, account_id=me)  # type: ignore[arg-type]
@@ -450,11 +455,61 @@ async def _client_paths(stack: Stack, prober: Prober, me: str, other: AccountIds
                          lambda c: client.subagents("harden probe", [("scripted:researcher", "x")],
                                                     conversation_id=c),
                          mode="subagent_child")
+    await _audit_paths(stack, prober, client, me, other)
     after = await table_counts(stack)
     if before != after:
         changed = {t: after[t] - before[t] for t in before if after[t] != before[t]}
         prober.attempts += 1
         prober.figures.finding(PART, "client calls on foreign ids wrote rows", changed=changed)
+
+
+AUDIT_POLICY = "dossier-lean/1"
+"""The policy version the what-if and diff probes recompute under (a registered alternative)."""
+
+
+async def assembled_runs(stack: Stack, account_id: str) -> list[str]:
+    """The account's model runs that have an assembly, oldest first."""
+    async with stack.deps.sessions() as session:
+        rows = await session.execute(text("SELECT id FROM model_runs WHERE account_id=:a AND context_assembly_id IS "
+                                          "NOT NULL ORDER BY started_at, id"), {"a": account_id})
+        return [row[0] for row in rows]
+
+
+async def _audit_paths(stack: Stack, prober: Prober, client: Any, me: str, other: AccountIds) -> None:
+    """Explain, why-not, diff and what-if as ``me`` on ``other``'s runs, records, conversation and account."""
+    theirs = await assembled_runs(stack, other.account)
+    mine = await assembled_runs(stack, me)
+    conversation = _ids_of(other, "conversation")[0]
+    for run in theirs[:2]:
+        await prober.attempt("client.explain", run, _uuid(), client.explain)
+        await prober.attempt("client.explain(trace)", run, _uuid(), lambda r: client.explain(r, trace=True))
+        await prober.attempt("client.diff(consecutive)", run, _uuid(), client.diff)
+        await prober.attempt("client.diff(policy)", run, _uuid(), lambda r: client.diff(r, policy_version=AUDIT_POLICY))
+        await prober.attempt("client.why_not(foreign run)", run, _uuid(),
+                             lambda r: client.why_not(_ids_of(other, "memory")[0] if other.ids.get("memory")
+                                                      else _ids_of(other, "message")[0], r))
+        if mine:
+            await prober.attempt("client.diff(own run, foreign run)", run, _uuid(), lambda r: client.diff(mine[0], r))
+    if mine:  # my own run, asked about their records: answered exactly as an id that exists nowhere
+        for kind in ("memory", "artifact", "tool_call", "message"):
+            for record in _ids_of(other, kind)[:2]:
+                await prober.attempt(f"client.why_not(own run, foreign {kind})", record, _uuid(),
+                                     lambda r: client.why_not(r, mine[0]))
+                await prober.attempt(f"client.why_not(own run, foreign {kind} as ref)", (kind, record),
+                                     (kind, _uuid()), lambda pair: client.why_not(f"{pair[0]}:{pair[1]}", mine[0]))
+    await prober.attempt("client.what_if(conversation)", conversation, _uuid(),
+                         lambda c: client.what_if(AUDIT_POLICY, conversation_id=c))
+    await prober.attempt("client.what_if(account)", other.account, _uuid(),
+                         lambda a: client.what_if(AUDIT_POLICY, account_id=a))
+    foreign_runs = set(theirs)
+    await prober.attempt("client.what_if(last)", other.account, _uuid(),
+                         lambda _: _no_runs(client.what_if(AUDIT_POLICY, last=50)),
+                         leak_check=lambda runs: bool(set(runs) & foreign_runs))
+
+
+async def _no_runs(report: Awaitable[Any]) -> list[str]:
+    """The model runs a what-if report covers (compared, not its contents: they are my own)."""
+    return sorted(run.before.model_run_id or "" for run in (await report).runs)
 
 
 async def _runtime_tool_paths(stack: Stack, prober: Prober, me: str, other: AccountIds) -> None:
@@ -503,8 +558,14 @@ async def _runtime_tool_paths(stack: Stack, prober: Prober, me: str, other: Acco
                              leak_check=lambda result: b'"denied"' not in result.payload)
 
 
-def cli_commands(conversation: str, branch: str, message: str, tool_call: str | None) -> list[tuple[str, list[str]]]:
-    """The CLI invocations that take ids, one per read path and runtime mode."""
+def cli_commands(conversation: str, branch: str, message: str, tool_call: str | None, *,
+                 model_run: str | None = None, own_run: str | None = None,
+                 record: str | None = None) -> list[tuple[str, list[str]]]:
+    """The CLI invocations that take ids, one per read path and runtime mode.
+
+    ``model_run`` is a run of the probed ids' account, ``own_run`` one of the prober's own (why-not asks it about
+    ``record``); the audit commands are listed when they are given.
+    """
     commands = [
         ("cli runs", ["runs", "--conversation", conversation, "--json"]),
         ("cli chat", ["chat", "--conversation", conversation, "--branch", branch, "--no-wait", "harden probe"]),
@@ -519,7 +580,21 @@ def cli_commands(conversation: str, branch: str, message: str, tool_call: str | 
     ]
     if tool_call:
         commands.append(("cli answer", ["answer", tool_call, "{}"]))
+    if model_run:
+        commands += [
+            ("cli explain", ["explain", model_run, "--trace", "--json"]),
+            ("cli explain (human)", ["explain", model_run]),
+            ("cli diff", ["diff", model_run, "--json"]),
+            ("cli diff --policy", ["diff", model_run, "--policy", AUDIT_POLICY, "--json"]),
+            ("cli what-if", ["what-if", "--policy", AUDIT_POLICY, "--conversation", conversation, "--json"]),
+        ]
+        if own_run and record:
+            commands.append(("cli why-not", ["why-not", record, own_run, "--json"]))
     return commands
+
+
+AUDIT_CLI = ("cli explain", "cli why-not", "cli what-if", "cli diff")
+"""The audit commands, probed in the quick run too."""
 
 
 def run_cli(stack: Stack, args: list[str], *, home: Path, stdin: str | None = None,
@@ -539,10 +614,16 @@ async def _cli_paths(stack: Stack, prober: Prober, me: str, other: AccountIds, q
     conversation, branch = other.ids["branch"][0]
     message = _ids_of(other, "message")[0]
     tool_call = _ids_of(other, "tool_call")[0] if other.ids.get("tool_call") else None
-    commands = cli_commands(conversation, branch, message, tool_call)
-    unknown = cli_commands(_uuid(), _uuid(), _uuid(), _uuid() if tool_call else None)
+    theirs, mine = await assembled_runs(stack, other.account), await assembled_runs(stack, me)
+    record = (_ids_of(other, "memory") or _ids_of(other, "message"))[0]
+    commands = cli_commands(conversation, branch, message, tool_call, model_run=theirs[0] if theirs else None,
+                            own_run=mine[0] if mine else None, record=record)
+    unknown = cli_commands(_uuid(), _uuid(), _uuid(), _uuid() if tool_call else None,
+                           model_run=_uuid() if theirs else None, own_run=mine[0] if mine else None, record=_uuid())
     if quick:
-        commands, unknown = commands[:3] + commands[-1:], unknown[:3] + unknown[-1:]
+        keep = [i for i, (path, _) in enumerate(commands)
+                if i < 3 or path == "cli answer" or path.startswith(AUDIT_CLI)]
+        commands, unknown = [commands[i] for i in keep], [unknown[i] for i in keep]
     for (path, foreign_args), (_, unknown_args) in zip(commands, unknown, strict=True):
         ids = [a for a in foreign_args + unknown_args if re.fullmatch(r"[0-9a-f-]{36}", a)]
         before = await table_counts(stack)
@@ -592,6 +673,8 @@ async def build_accounts(stack: Stack, quick: bool) -> list[AccountIds]:
 
 async def run_isolation(stack: Stack, figures: Figures, *, quick: bool = False, cli: bool = True) -> Prober:
     """The isolation part: sets ``isolation_attempts`` and ``isolation_denied``."""
+    from harness.harden.isolation_inspector import inspector_paths
+
     prober = Prober(figures)
     accounts = await build_accounts(stack, quick)
     # Each account probes the next one's ids (a ring: every account is prober and target once).
@@ -604,6 +687,7 @@ async def run_isolation(stack: Stack, figures: Figures, *, quick: bool = False, 
         await _assembly_paths(stack, prober, me, other, quick)
         await _client_paths(stack, prober, me.account, other)
         await _runtime_tool_paths(stack, prober, me.account, other)
+        await inspector_paths(stack, prober, me, other)
     if cli and "temporal" in stack.services:
         me, other = pairs[0]
         await _cli_paths(stack, prober, me.account, other, quick)

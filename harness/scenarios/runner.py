@@ -82,6 +82,8 @@ class ScenarioOutcome:
     forbidden_present: list[str]
     timings: AssemblyTimings
     """Graph query, policy and serialisation time of the measured assembly."""
+    model_run_id: str | None = None
+    """The model run of the measured call (its assembly is the run's)."""
 
     @property
     def legacy_tokens(self) -> int:
@@ -346,6 +348,14 @@ async def run_scenario(scenario: Scenario, deps: GraphDeps) -> ScenarioOutcome:
     for step in scenario.steps:
         await replay.step(step)
     boundary = replay.boundary(scenario.ask)
+    # The measured call is a model run like a live turn's, so `dossier explain MODEL_RUN_ID` reads it.
+    async with deps.sessions() as session, session.begin():
+        participant = await conversations.get_participant(session, replay.account_id, boundary.participant_id)
+        run = await messages.start_model_run(
+            session, replay.account_id, replay.conversation_id, boundary.branch_id, boundary.participant_id,
+            runtime_kind=boundary.runtime_kind, provider=participant.provider, model=participant.model,
+        )
+    boundary = boundary.model_copy(update={"model_run_id": run.id})
     await verify_provenance(deps, replay.account_id, replay.conversation_id, boundary.branch_id)
     assembled = await assemble_context(deps, boundary)
     legacy = await _legacy(deps, replay.account_id, boundary.participant_id, assembled)
@@ -359,6 +369,7 @@ async def run_scenario(scenario: Scenario, deps: GraphDeps) -> ScenarioOutcome:
         account_id=replay.account_id,
         conversation_id=replay.conversation_id,
         assembly_id=assembled.assembly_id,
+        model_run_id=run.id,
         boundary=boundary,
         record=assembled.result.record,
         decisions=assembled.result.decisions,
@@ -373,5 +384,6 @@ async def run_scenario(scenario: Scenario, deps: GraphDeps) -> ScenarioOutcome:
 
 
 async def reassemble(outcome: ScenarioOutcome, deps: GraphDeps) -> AssembledContext:
-    """Assemble the same boundary again from the same graph snapshot."""
-    return await assemble_context(deps, outcome.boundary, up_to_seq=outcome.record.snapshot_seq)
+    """Assemble the same boundary again from the same graph snapshot (not linked to the measured run)."""
+    boundary = outcome.boundary.model_copy(update={"model_run_id": None})
+    return await assemble_context(deps, boundary, up_to_seq=outcome.record.snapshot_seq)

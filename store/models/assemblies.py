@@ -75,6 +75,18 @@ class ContextAssembly(Base):
     content_sha256: Mapped[str]
     epoch: Mapped[dict[str, Any] | None] = mapped_column(nullable=True)
     """``EpochRecord``: the participant's cache epoch this assembly belongs to."""
+    boundary: Mapped[dict[str, Any] | None] = mapped_column(nullable=True)
+    """The whole ``GenerationBoundary`` the assembly was made for (``None``: made before replay was stored)."""
+    candidate_limits: Mapped[dict[str, Any] | None] = mapped_column(nullable=True)
+    """The ``CandidateLimits`` the candidates were loaded with."""
+    user_memory_seq: Mapped[int | None]
+    """The account's highest user-memory ``seq`` when the candidates were loaded: user memories are
+    account-wide, outside the conversation's ``snapshot_seq``."""
+    user_memory_ids: Mapped[list[Any] | None] = mapped_column(nullable=True)
+    """Ids of the user memories loaded (a memory forgotten since makes the assembly no longer replayable)."""
+    previous_assembly_id: Mapped[str | None] = id_column(nullable=True)
+    """The assembly whose epoch this one could continue (``None``: none). No foreign key: retention may
+    delete it, and replay then says so."""
     messages: Mapped[list[Any]] = mapped_column(
         server_default=text("'[]'::jsonb"), deferred=True, deferred_raiseload=True
     )

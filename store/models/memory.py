@@ -90,6 +90,9 @@ class ToolMemory(Base):
     locators: Mapped[list[Any]] = mapped_column(server_default=text("'[]'::jsonb"))
     """``[Locator.model_dump()]``."""
     resolution: Mapped[str] = mapped_column(server_default=ResolutionStatus.RESOLVED.value)
+    resolution_history: Mapped[list[Any]] = mapped_column(server_default=text("'[]'::jsonb"))
+    """Every change of ``resolution``, oldest first: ``{"seq": <seq the change took>, "replaced": <status
+    before it>}``, so a snapshot before a change reads the status it had (``store.convert.resolution_at``)."""
     repair_attempts: Mapped[int] = mapped_column(server_default=text("0"))
     conflicts_with: Mapped[list[str]] = id_array_column()
     supersedes: Mapped[list[str]] = id_array_column()
@@ -163,6 +166,9 @@ class SkillState(Base):
     privacy: Mapped[str] = mapped_column(server_default=PrivacyClass.USER.value)
     created_at: Mapped[datetime] = created_at_column()
     updated_at: Mapped[datetime] = created_at_column()
+    history: Mapped[list[Any]] = mapped_column(server_default=text("'[]'::jsonb"))
+    """The versions this row replaced, oldest first: ``{"seq", "state", "active", "visibility", "privacy"}``
+    as each was written, so a snapshot before a rewrite reads the state it had (``store.skills.skill_state_at``)."""
 
 
 class ContinuationCheckpoint(Base):

@@ -28,6 +28,7 @@ from dossier.runtime import graph_deps as runtime_graph_deps
 from dossier.services import Endpoints
 from dossier.services.process import find_binary
 from dossier.services.s3 import client as s3_client
+from dossier.visibility import dev_server_args
 from dossier.settings import to_asyncpg_url, with_database
 from provider_server import ProviderServer
 from store.artifacts import ArtifactStore
@@ -142,7 +143,8 @@ async def temporal_env() -> AsyncIterator[WorkflowEnvironment]:
         data_converter=pydantic_data_converter,
         ui=False,
         # Timers and retry backoffs otherwise advance in ~1 s steps on the dev server.
-        dev_server_extra_args=["--dynamic-config-value", 'history.timerProcessorMaxTimeShift="10ms"'],
+        dev_server_extra_args=["--dynamic-config-value", 'history.timerProcessorMaxTimeShift="10ms"',
+                               *dev_server_args()],
     )
     try:
         yield env

@@ -190,3 +190,34 @@ async def test_isolation_probes_memory_and_recall_paths_and_a_forget_that_forget
         broken = Figures(quick=True)
         await isolation.run_isolation(stack, broken, quick=True, cli=False)
         assert any("forget_memory" in f["what"] for f in broken.findings), broken.findings
+
+
+async def test_isolation_covers_the_audit_reads_and_a_run_lookup_that_forgets_the_account_is_counted(
+        monkeypatch: pytest.MonkeyPatch):
+    from dossier import audit
+
+    async with private_stack() as stack:
+        figures = Figures(quick=True)
+        prober = await isolation.run_isolation(stack, figures, quick=True, cli=False)
+        probed = {entry["path"] for entry in prober.log}
+        assert {"client.explain", "client.explain(trace)", "client.why_not(foreign run)",
+                "client.why_not(own run, foreign memory)", "client.why_not(own run, foreign artifact)",
+                "client.why_not(own run, foreign tool_call)", "client.why_not(own run, foreign message)",
+                "client.diff(consecutive)", "client.diff(policy)", "client.diff(own run, foreign run)",
+                "client.what_if(conversation)", "client.what_if(account)", "client.what_if(last)"} <= probed
+        assert figures.values["isolation_attempts"] == figures.values["isolation_denied"], figures.findings
+
+        # Deliberate break: the audit finds a run in whichever account holds it.
+        original = audit._run_assembly
+
+        async def leaky(deps: Any, account_id: str, model_run_id: str) -> Any:
+            async with deps.sessions() as session:
+                owner = await session.scalar(text("SELECT account_id FROM model_runs WHERE id=:i"), {"i": model_run_id})
+            return await original(deps, owner or account_id, model_run_id)
+
+        monkeypatch.setattr(audit, "_run_assembly", leaky)
+        broken = Figures(quick=True)
+        await isolation.run_isolation(stack, broken, quick=True, cli=False)
+        leaked = {f["what"] for f in broken.findings}
+        assert any("client.explain" in what for what in leaked), leaked
+        assert any("client.diff" in what for what in leaked), leaked

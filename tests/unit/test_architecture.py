@@ -13,8 +13,10 @@ entropy, environment or process-dependent builtin. The checks read every
 module's AST (imports inside functions and under ``TYPE_CHECKING`` included,
 relative imports resolved, ``importlib.import_module("...")`` with a literal
 name), so a forbidden import fails here even when no test runs the line that
-holds it. test_workflow_imports.py checks the workflows' imports transitively,
-by importing them.
+holds it. A few modules and libraries are confined further (:data:`CONFINED`):
+the inspector's web stack and the inspector itself load in the inspector's
+process only, never in the worker or the client. test_workflow_imports.py
+checks the workflows' imports transitively, by importing them.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ POLICY_FORBIDDEN = frozenset({
     "temporalio", "sqlalchemy", "asyncpg", "minio", "tiktoken", "os", "logging", "random", "time", "uuid",
     # Other ways to reach the network, the disk, threads or the environment.
     "requests", "httpx", "socket", "subprocess", "threading", "secrets", "dotenv", "pydantic_settings",
+    # Metrics, tracing and the web stack are the edges' business.
+    "prometheus_client", "opentelemetry", "starlette", "jinja2", "uvicorn",
 })
 """What the pure core never imports: I/O, clocks, entropy, the environment."""
 
@@ -56,8 +60,9 @@ LAYERS: dict[str, Layer] = {
     "contracts": Layer(frozenset({"policy"}), IO_LIBRARIES | {"temporalio"}),
     "store": Layer(frozenset({"policy", "contracts"}), frozenset({"temporalio", "tiktoken"})),
     "activities": Layer(frozenset({"policy", "contracts", "store"})),
-    # Orchestration only: payload models and activity names, never the I/O behind them.
-    "workflows": Layer(frozenset({"contracts"}), IO_LIBRARIES),
+    # Orchestration only: payload models and activity names, never the I/O behind them (metrics and spans
+    # come from the worker's interceptors and the activities, not from workflow code).
+    "workflows": Layer(frozenset({"contracts"}), IO_LIBRARIES | {"prometheus_client", "opentelemetry"}),
     # The application: settings, the composition root, embedded services, client, CLI.
     "dossier": Layer(frozenset(RUNTIME)),
     # The worker process's entry point; nothing imports it.
@@ -68,6 +73,19 @@ LAYERS: dict[str, Layer] = {
 """The architecture, stated once."""
 
 PROJECT = frozenset({*LAYERS, "tests"})
+
+CONFINED: dict[str, frozenset[str]] = {
+    # The inspector's web stack is loaded by the inspector process only, never by the worker, the client or
+    # the CLI's other commands.
+    "starlette": frozenset({"dossier.inspector"}),
+    "jinja2": frozenset({"dossier.inspector"}),
+    "uvicorn": frozenset({"dossier.inspector"}),
+    # The inspector itself: its own modules, the command that serves it, the demo's closing audit trail (it
+    # prints a login URL, inside a function) and the hardening suite's prober.
+    "dossier.inspector": frozenset({"dossier.inspector", "dossier.commands.inspector", "dossier.commands.demo_audit",
+                                    "harness"}),
+}
+"""Modules and libraries that only the named modules (and the modules under them) may import."""
 
 FORBIDDEN_CALLS = frozenset({
     ("datetime", "now"), ("datetime", "utcnow"), ("datetime", "today"), ("date", "today"),
@@ -108,8 +126,8 @@ def imported_modules(tree: ast.AST, module: str, is_package: bool = False) -> li
             else:
                 name = node.module or ""
             found.append((node.lineno, name))
-            found += [(node.lineno, f"{name}.{alias.name}") for alias in node.names
-                      if (name.split(".")[-1], alias.name) in FORBIDDEN_CALLS]
+            # ``from a import b`` may import the module ``a.b``: name it too (a confined module, a clock call).
+            found += [(node.lineno, f"{name}.{alias.name}") for alias in node.names if alias.name != "*"]
         elif (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)
               and isinstance(node.args[0].value, str)
               and ((isinstance(node.func, ast.Attribute) and node.func.attr == "import_module")
@@ -145,6 +163,11 @@ def impure_calls(tree: ast.AST) -> list[tuple[int, str]]:
     return found
 
 
+def _under(name: str, prefix: str) -> bool:
+    """Whether dotted ``name`` is ``prefix`` or inside it."""
+    return name == prefix or name.startswith(prefix + ".")
+
+
 def violations(package: str, source: str, module: str, is_package: bool = False) -> list[str]:
     """What in ``source`` (a module of ``package``) the layer table forbids."""
     layer = LAYERS[package]
@@ -156,6 +179,9 @@ def violations(package: str, source: str, module: str, is_package: bool = False)
             problems.append(f"line {line}: {package} imports {name}")
         elif top in layer.forbidden or (package == "policy" and tuple(name.split(".")[-2:]) in FORBIDDEN_CALLS):
             problems.append(f"line {line}: {package} imports {name}")
+        for confined, allowed in CONFINED.items():
+            if _under(name, confined) and not any(_under(module, one) for one in allowed):
+                problems.append(f"line {line}: {module} imports {name}, confined to {', '.join(sorted(allowed))}")
     if package == "policy":
         problems += [f"line {line}: policy calls {name}()" for line, name in impure_calls(tree)]
     return problems
@@ -179,7 +205,8 @@ def test_the_runtime_never_reaches_up() -> None:
 def test_the_policy_modules_are_found() -> None:
     names = {path.stem for path in _modules("policy")}
     assert {"admission", "assembler", "budget", "derive", "enums", "gates", "legacy", "lines", "links", "policy",
-            "records", "rehydration", "render", "selection", "tokens", "tools", "transcript"} <= names
+            "records", "rehydration", "render", "selection", "tokens", "tools", "transcript",
+            "explain", "pricing", "versions"} <= names
 
 
 @pytest.mark.parametrize("package", sorted(LAYERS))
@@ -224,6 +251,18 @@ FORBIDDEN = [
      "imports dossier.runtime"),
     ("store", "store.tools", "importlib.import_module('activities.turns')", "imports activities.turns"),
     ("activities", "activities.providers.base", "from ...dossier import runtime", "imports dossier"),
+    ("policy", "policy.explain", "import prometheus_client", "imports prometheus_client"),
+    ("policy", "policy.versions", "from opentelemetry import trace", "imports opentelemetry"),
+    ("workflows", "workflows.visibility", "from opentelemetry import trace", "imports opentelemetry"),
+    ("workflows", "workflows.turn", "from prometheus_client import Counter", "imports prometheus_client"),
+    ("dossier", "dossier.client", "from dossier.inspector import reads", "imports dossier.inspector,"),
+    ("dossier", "dossier.cli", "from dossier import inspector", "imports dossier.inspector,"),
+    ("dossier", "dossier.runtime", "from dossier.inspector.app import create_app", "imports dossier.inspector.app"),
+    ("dossier", "dossier.audit", "import jinja2", "imports jinja2"),
+    ("dossier", "dossier.services.inspector", "from starlette.applications import Starlette",
+     "imports starlette.applications"),
+    ("activities", "activities.metrics", "import uvicorn", "imports uvicorn"),
+    ("dossier", "dossier.inspectors", "from . import inspector", "imports dossier.inspector,"),
 ]
 
 
@@ -242,6 +281,12 @@ ALLOWED = [
     ("dossier", "dossier.runtime", "from workflows import ALL_WORKFLOWS"),
     ("harness", "harness.bench.suite", "from dossier.runtime import open_graph"),
     ("worker", "worker", "from dossier.runtime import run_worker"),
+    ("dossier", "dossier.inspector.app", "from jinja2 import Environment\nfrom starlette.routing import Route"),
+    ("dossier", "dossier.inspector.serve", "import uvicorn\nfrom dossier.inspector.app import create_app"),
+    ("dossier", "dossier.commands.inspector", "def f():\n    from dossier.inspector.serve import serve"),
+    ("harness", "harness.harden.isolation_inspector", "from dossier.inspector.app import READ_PATHS"),
+    ("activities", "activities.metrics", "from prometheus_client import Counter"),
+    ("store", "store.tracing", "from opentelemetry import trace"),
 ]
 
 

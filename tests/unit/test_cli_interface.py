@@ -28,6 +28,16 @@ from dossier.cli import build_parser, main
     ["schedule", "delete", "digest"],
     ["runs"],
     ["runs", "--json"],
+    ["explain", "RUN"],
+    ["explain", "RUN", "--trace", "--json"],
+    ["why-not", "RECORD", "RUN"],
+    ["why-not", "RECORD", "RUN", "--json"],
+    ["what-if", "--policy", "dossier-lean/1", "--conversation", "C"],
+    ["what-if", "--policy", "dossier-lean/1", "--account", "A", "--json"],
+    ["what-if", "--policy", "dossier-lean/1", "--last", "5"],
+    ["diff", "RUN"],
+    ["diff", "RUN", "RUN2", "--json"],
+    ["diff", "RUN", "--policy", "dossier-lean/1"],
     ["worker"],
     ["demo"],
     ["bench", "scenarios", "--json"],
@@ -44,6 +54,10 @@ def test_every_promised_command_parses(argv: list[str]) -> None:
     ["branch", "fork", "--conversation", "C"],  # no --at
     ["multi", "hi"],                            # no --model
     ["schedule", "create", "digest", "hi"],     # no --every
+    ["why-not", "RECORD"],                      # no model run
+    ["what-if", "--conversation", "C"],         # no --policy
+    ["what-if", "--policy", "dossier-lean/1"],  # no scope
+    ["what-if", "--policy", "v", "--last", "3", "--conversation", "C"],  # two scopes
 ])
 def test_incomplete_commands_are_refused(argv: list[str]) -> None:
     with pytest.raises(SystemExit) as exit_:
@@ -72,6 +86,11 @@ def _one_line(capsys: pytest.CaptureFixture[str]) -> str:
 
 @pytest.mark.parametrize(("argv", "stdin", "says"), [
     (["runs", "--conversation", "not-a-uuid"], b"", "not a valid id"),
+    (["explain", "not-a-uuid"], b"", "not a valid id"),
+    (["why-not", "not-a-uuid", "00000000-0000-4000-8000-000000000000"], b"", "not a valid id"),
+    (["what-if", "--policy", "dossier-lean/1", "--conversation", "nope"], b"", "not a valid id"),
+    (["what-if", "--policy", "dossier-lean/1", "--last", "0"], b"", "positive number"),
+    (["diff", "00000000-0000-4000-8000-000000000000", "nope"], b"", "not a valid id"),
     (["chat", "--branch", "nope", "hi"], b"", "not a valid id"),
     (["answer", "not-a-uuid", "{}"], b"", "not a valid id"),
     (["chat", " \t "], b"", "blank"),
@@ -124,3 +143,17 @@ def test_a_bad_setting_is_one_line_naming_its_env_var(capsys: pytest.CaptureFixt
     monkeypatch.setenv("DATABASE_URL", "mysql://u@h/db")
     assert main(["runs"]) == 1
     assert _one_line(capsys).startswith("dossier: error: bad setting DATABASE_URL: ")
+
+
+def test_audit_output_cannot_send_terminal_control_sequences(capsys: pytest.CaptureFixture[str]) -> None:
+    from dossier.audit import WhyNot
+    from dossier.commands.audit import _show_why_not, printable
+
+    assert printable("a\x1b[31mred\x07\u202e\x85\nb\tc") == "a\\x1b[31mred\\x07\\u202e\\x85\nb\tc"
+    hostile = WhyNot(record_id="r", model_run_id="m", assembly_id="a", ref="memory:r", included=False,
+                     rule="visibility", reason="private \x1b]0;owned\x07 to \x1b[2J someone", policy_version="v",
+                     inputs={"title": "\x9b31m"})
+    _show_why_not(hostile)
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out and "\x9b" not in out
+    assert "\\x1b]0;owned\\x07" in out

@@ -75,3 +75,19 @@ def test_every_top_level_package_and_module_is_in_the_layout() -> None:
 def test_the_checker_notices_a_path_that_is_not_there() -> None:
     assert not _exists(REPO / "policy", "stages.py")
     assert _exists(REPO / "policy", "admission.py") and _exists(REPO / "harness", "seeds/")
+
+
+AUDIT_MODULES = ("policy/versions.py", "policy/explain.py", "policy/pricing.py", "store/tracing.py",
+                 "activities/replay.py", "activities/metrics.py", "workflows/visibility.py", "dossier/audit.py",
+                 "dossier/telemetry.py", "dossier/visibility.py", "dossier/inspector/",
+                 "harness/harden/isolation_inspector.py")
+"""Modules issue 13 (audit) added: each is named, with its purpose, under its top-level entry."""
+
+
+def test_the_audit_modules_are_in_the_layout() -> None:
+    entries = _entries()
+    missing = [path for path in AUDIT_MODULES
+               if (path.rstrip("/").split("/")[-1] + ("/" if path.endswith("/") else ""))
+               not in entries[path.split("/")[0] + "/"]]
+    assert all((REPO / path).exists() for path in AUDIT_MODULES)
+    assert not missing, f"not in the README's Layout: {missing}"

@@ -46,10 +46,10 @@ def test_configured_services_are_used_as_they_are(external: Settings) -> None:
     assert "SK" not in repr(endpoints)
     assert not external.dossier_home.exists()  # nothing to keep there
     assert not external.dossier_models_dir.exists()  # nor weights to fetch
-    # The worker is never external (it serves this checkout's code), and nothing started it.
+    # The worker and the inspector are never external (they serve this checkout's code), and nothing started them.
     rows = services_status(external)
-    assert [row.name for row in rows] == ["postgres", "s3", "temporal", "llm", "worker"]
-    assert [row.state for row in rows] == ["external"] * 4 + ["stopped"]
+    assert [row.name for row in rows] == ["postgres", "s3", "temporal", "llm", "worker", "inspector"]
+    assert [row.state for row in rows] == ["external"] * 4 + ["stopped"] * 2
     assert rows[3].endpoint == "http://llm.example:8080/v1"
     assert stop_services(external) == []
 

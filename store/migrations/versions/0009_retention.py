@@ -9,7 +9,7 @@ binds live rows only. ``account_deletions`` records each deleted account by
 the sha256 of its id and nothing else.
 
 Revision ID: 0009
-Revises: 0007 (re-chained onto 0008 at merge)
+Revises: 0008
 Create Date: 2026-12-04
 """
 
@@ -20,7 +20,7 @@ from alembic import op
 from sqlalchemy.dialects import postgresql
 
 revision: str = "0009"
-down_revision: str | Sequence[str] | None = "0007"
+down_revision: str | Sequence[str] | None = "0008"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -1,0 +1,790 @@
+"""Audit: explain a model run, say why a record was not in it, replay runs under another policy, diff two.
+
+Account-scoped reads over the stored assemblies (their provider messages and
+ordered decisions), with the pure reading in :mod:`policy.explain`:
+
+* :func:`explain`: the context as the model saw it, each included record with
+  its provenance chain (memory → artifact → tool call → model run → branch →
+  participant), each rehydration and first read with its reason, omissions
+  with their rule and counts by reason; with ``trace=True``, every candidate
+  and the rule that decided it;
+* :func:`why_not`: the rule, its inputs and the policy version that kept a
+  record out of a run, or the decision that let it in and the messages that
+  carry it;
+* :func:`what_if`: the stored assemblies of a conversation, the account or the
+  last N runs recomputed under another registered policy version
+  (:func:`activities.replay.recompute_assembly`), each diffed against what
+  was sent;
+* :func:`diff`: two assemblies (consecutive calls, two runs, or one run under
+  two policies).
+
+Every function takes the account id and reads only that account: a run,
+record or conversation of another account raises the same
+:class:`~store.errors.NotFoundError` as an id that exists nowhere. Each
+result is a pydantic model with ``to_json()``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from activities.deps import GraphDeps
+from policy import explain as pure
+from policy.enums import DecisionOutcome
+from policy.records import PolicyDecisionRecord, canonical_json
+from policy.tokens import MESSAGE_OVERHEAD_TOKENS, TokenCounter
+from store import branches, checkpoints, conversations, messages, skills, tool_memories, user_memories
+from store import tools as tool_store
+from store.assemblies import get_context_assembly, list_context_assemblies
+from activities.replay import recompute_assembly
+from policy.errors import UnknownPolicyVersionError
+from policy.versions import policy_by_name
+from store.errors import AssemblyNotReplayableError, NotFoundError
+from store.records import StoredContextAssembly
+
+# --------------------------------------------------------------------------- result models
+
+
+class AuditModel(BaseModel):
+    """Base of the audit results: frozen, readable from :mod:`policy.explain`'s dataclasses."""
+
+    model_config = ConfigDict(frozen=True, from_attributes=True)
+
+    def to_json(self) -> dict[str, Any]:
+        """The result as JSON-ready data."""
+        return self.model_dump(mode="json")
+
+
+class ProvenanceLink(AuditModel):
+    """One record on a provenance chain."""
+
+    kind: str
+    """``memory``, ``artifact``, ``tool_call``, ``model_run``, ``branch``, ``participant``, ``message`` ..."""
+    id: str
+    label: str = ""
+    """What a reader knows it by: a tool name, a memory's title, a participant's or branch's name."""
+    detail: dict[str, Any] = Field(default_factory=dict)
+    """A few facts of the record (status, sha256 and size, privacy, visibility); never a payload."""
+
+
+class IncludedRecord(AuditModel):
+    """A record the model was shown."""
+
+    ref: str
+    """``<kind>:<id>``."""
+    reason: str
+    rule: str
+    """The decision's kind (``memory``, ``recovery``, ``transcript``, ``appended``, ``rehydration`` ...)."""
+    outcome: str
+    """``included``, ``protected``, ``marked_stale`` or ``rehydrated``."""
+    messages: list[int] = Field(default_factory=list)
+    """Indexes of the provider messages that carry it."""
+    provenance: list[ProvenanceLink] = Field(default_factory=list)
+
+
+class OmittedRecord(AuditModel):
+    """A record (or its raw bytes) the policy kept out."""
+
+    ref: str
+    rule: str
+    reason: str
+    omission: str | None = None
+    """The :class:`~policy.enums.OmissionReason` value."""
+    outcome: str = DecisionOutcome.OMITTED.value
+
+
+class Rehydration(AuditModel):
+    """Raw bytes placed in the context: requested evidence, or a first read (a result shown whole)."""
+
+    ref: str
+    kind: str
+    """``evidence`` or ``first_read``."""
+    reason: str
+    slice: str | None = None
+    """How the stored record names the slice (``rows=2-5``, ``native``)."""
+
+
+class DecisionRow(AuditModel):
+    """One stored decision, in the policy's order."""
+
+    ref: str
+    rule: str
+    outcome: str
+    reason: str
+    omission: str | None = None
+
+
+class Explanation(AuditModel):
+    """What one model run saw, and why."""
+
+    model_run_id: str | None
+    assembly_id: str
+    conversation_id: str
+    branch_id: str
+    participant_id: str
+    runtime_kind: str
+    provider_route: str
+    policy_version: str
+    assembler_version: str
+    snapshot_seq: int
+    token_budget: int
+    assembled_tokens: int
+    legacy_tokens: int
+    messages: list[dict[str, Any]]
+    """The provider messages exactly as sent."""
+    included: list[IncludedRecord]
+    omitted: list[OmittedRecord]
+    rehydrations: list[Rehydration]
+    omission_counts: dict[str, int]
+    """Omissions by reason, raw payloads that were only counted included."""
+    notes: list[DecisionRow]
+    """Decisions about no record: the epoch, the route, re-assembly."""
+    epoch: dict[str, Any] | None = None
+    trace: list[DecisionRow] | None = None
+    """With ``trace=True``: every candidate and the rule that decided it."""
+    trace_note: str | None = None
+    """Why the trace lists decision rows only (the candidates could not be recomputed)."""
+
+
+class Skipped(AuditModel):
+    """An assembly a what-if could not recompute, and why."""
+
+    assembly_id: str
+    model_run_id: str | None
+    reason: str
+
+
+class WhyNot(AuditModel):
+    """Why one record was, or was not, in one model run's context."""
+
+    record_id: str
+    model_run_id: str
+    assembly_id: str
+    ref: str
+    included: bool
+    rule: str
+    reason: str
+    omission: str | None = None
+    outcome: str | None = None
+    policy_version: str
+    inputs: dict[str, Any] = Field(default_factory=dict)
+    """What the deciding rule read (record and viewer), when it was recomputed."""
+    messages: list[int] = Field(default_factory=list)
+    """When included: the provider messages that carry it."""
+    decisions: list[DecisionRow] = Field(default_factory=list)
+    """Every stored decision about the record, in order."""
+    provenance: list[ProvenanceLink] = Field(default_factory=list)
+
+
+class AssemblyRef(AuditModel):
+    """One side of a diff."""
+
+    model_run_id: str | None
+    assembly_id: str | None
+    """``None`` for a recomputation (not stored)."""
+    policy_version: str
+    assembled_tokens: int
+
+
+RecordChange = pure.RecordChange
+"""A record whose fate differs between the two sides (:class:`policy.explain.RecordChange`)."""
+
+MessageChange = pure.MessageChange
+"""A provider message only one side sends (:class:`policy.explain.MessageChange`)."""
+
+FiredRule = pure.FiredRule
+"""A privacy, visibility or recovery rule the second side fires and the first does not
+(:class:`policy.explain.FiredRule`)."""
+
+
+class AssemblyDiff(AuditModel):
+    """Two assemblies compared."""
+
+    before: AssemblyRef
+    after: AssemblyRef
+    added: list[RecordChange]
+    dropped: list[RecordChange]
+    changed: list[RecordChange]
+    messages: list[MessageChange]
+    shared_prefix_messages: int
+    tokens_before: int
+    tokens_after: int
+    token_change: int
+    billed_before: float
+    """Input cost in input-price units (1.0 = one uncached input token; :mod:`policy.pricing`)."""
+    billed_after: float
+    billed_change: float
+    newly_fired: list[FiredRule]
+
+
+class WhatIfTotals(AuditModel):
+    """A what-if's sums."""
+
+    assemblies: int
+    changed_assemblies: int
+    added: int
+    dropped: int
+    tokens_before: int
+    tokens_after: int
+    token_change: int
+    billed_before: float
+    billed_after: float
+    billed_change: float
+    newly_fired: dict[str, int]
+
+
+class WhatIfReport(AuditModel):
+    """Stored assemblies recomputed under another policy version, each diffed against what was sent."""
+
+    policy_version: str
+    """The target policy's tag."""
+    baseline_versions: list[str]
+    """The policy versions the assemblies were made under."""
+    scope: dict[str, Any]
+    runs: list[AssemblyDiff]
+    totals: WhatIfTotals
+    skipped: list[Skipped] = Field(default_factory=list)
+    """Assemblies that cannot be recomputed (stored before their replay inputs were, a forgotten user memory)."""
+
+
+# --------------------------------------------------------------------------- loading
+
+
+async def _run_assembly(deps: GraphDeps, account_id: str, model_run_id: str) -> StoredContextAssembly:
+    """The assembly a model run was given (a stored assembly's own id is accepted too).
+
+    Raises:
+        NotFoundError: neither a model run nor an assembly of the account, or a run with no assembly yet.
+    """
+    async with deps.sessions() as session:
+        try:
+            run = await messages.get_model_run(session, account_id, model_run_id)
+        except NotFoundError:
+            try:
+                return await get_context_assembly(session, account_id, model_run_id, with_messages=True)
+            except NotFoundError:
+                raise NotFoundError("model_run", model_run_id) from None
+        if run.context_assembly_id is None:
+            raise NotFoundError("context assembly of model_run", model_run_id)
+        return await get_context_assembly(session, account_id, run.context_assembly_id, with_messages=True)
+
+
+def _shown(stored: StoredContextAssembly) -> frozenset[str]:
+    return pure.shown_refs(stored.record.selected_refs, stored.record.rehydrated_refs, stored.decisions)
+
+
+def _row(decision: PolicyDecisionRecord) -> DecisionRow:
+    return DecisionRow(ref=decision.subject_ref, rule=decision.kind, outcome=decision.outcome.value,
+                       reason=decision.reason, omission=decision.omission.value if decision.omission else None)
+
+
+async def _recomputed(deps: GraphDeps, account_id: str, assembly_id: str) -> Any:
+    """The assembly recomputed under its own policy (candidates, boundary), or ``None`` when it cannot be.
+
+    An assembly stored before its replay inputs were, or under a policy version no longer registered,
+    cannot be recomputed; explain and why-not then answer from the stored rows alone.
+    """
+    try:
+        return await recompute_assembly(deps, account_id, assembly_id)
+    except (AssemblyNotReplayableError, UnknownPolicyVersionError) as error:
+        return error
+
+
+def _viewer(recomputed: Any) -> Any:
+    """The viewer the recomputed candidates were gated for (route narrowed by the agent, lineage)."""
+    from policy.admission import resolve_viewer
+    from policy.selection import Ledger
+
+    boundary = recomputed.stored.replay.boundary
+    return resolve_viewer(recomputed.policy, boundary, recomputed.candidates, Ledger(recomputed.policy.version_tag))
+
+
+def _requested(recomputed: Any) -> frozenset[str]:
+    return frozenset(r.artifact_id for r in recomputed.stored.replay.boundary.evidence_requests)
+
+
+# --------------------------------------------------------------------------- provenance
+
+
+async def provenance(deps: GraphDeps, account_id: str, ref: str) -> list[ProvenanceLink]:
+    """The provenance chain of one record, down to the raw artifact and up to the participant.
+
+    A memory leads to each source artifact, an artifact to its tool call, a tool call to the model run that
+    made it, each to its branch and participant. A link whose record is gone is left out.
+
+    Args:
+        deps: graph dependencies.
+        account_id: the owning account.
+        ref: ``<kind>:<id>``.
+
+    Returns:
+        The links, each record once, in walking order.
+    """
+    links: dict[tuple[str, str], ProvenanceLink] = {}
+    async with deps.sessions() as session:
+        await _walk(session, account_id, ref, links)
+    return list(links.values())
+
+
+async def _walk(session: Any, account_id: str, ref: str, links: dict[tuple[str, str], ProvenanceLink]) -> None:
+    kind, _, record_id = ref.partition(":")
+    if not record_id or (kind, record_id) in links:
+        return
+
+    def add(link: ProvenanceLink) -> None:
+        links.setdefault((link.kind, link.id), link)
+
+    try:
+        if kind == "memory":
+            memory = await tool_memories.get_tool_memory(session, account_id, record_id)
+            add(ProvenanceLink(kind="memory", id=memory.id, label=memory.title, detail={
+                "source_tool": memory.source_tool, "privacy": memory.privacy.value,
+                "visibility": memory.visibility.value, "freshness": memory.freshness.value,
+                "resolution": memory.resolution.value, "superseded_by": memory.superseded_by}))
+            for artifact_id in memory.source_artifact_ids:
+                await _walk(session, account_id, f"artifact:{artifact_id}", links)
+            await _context(session, account_id, memory.model_run_id, memory.branch_id, memory.owner_participant_id,
+                           links)
+        elif kind == "artifact":
+            artifact = await tool_store.get_artifact(session, account_id, record_id)
+            add(ProvenanceLink(kind="artifact", id=artifact.id, label=artifact.tool_name, detail={
+                "sha256": artifact.sha256, "result_bytes": artifact.result_bytes, "storage": artifact.storage,
+                "content_type": artifact.content_type, "privacy": artifact.privacy.value,
+                "visibility": artifact.visibility.value}))
+            await _walk(session, account_id, f"tool_call:{artifact.tool_call_id}", links)
+        elif kind == "tool_call":
+            call = await tool_store.get_tool_call(session, account_id, record_id)
+            add(ProvenanceLink(kind="tool_call", id=call.id, label=call.name, detail={
+                "call_id": call.call_id, "status": call.status.value, "attempts": call.attempts,
+                "privacy": call.privacy.value}))
+            await _context(session, account_id, call.model_run_id, call.branch_id, call.participant_id, links)
+        elif kind == "message":
+            message = await messages.get_message(session, account_id, record_id)
+            add(ProvenanceLink(kind="message", id=message.id, label=message.role.value,
+                               detail={"seq": message.seq, "speaker_label": message.speaker_label}))
+            await _context(session, account_id, message.model_run_id, message.branch_id,
+                           message.author_participant_id, links)
+        elif kind == "checkpoint":
+            checkpoint = await checkpoints.get_checkpoint(session, account_id, record_id)
+            add(ProvenanceLink(kind="checkpoint", id=checkpoint.id, label=checkpoint.kind,
+                               detail={"references": list(checkpoint.references)}))
+            await _context(session, account_id, checkpoint.model_run_id, checkpoint.branch_id,
+                           checkpoint.participant_id, links)
+        elif kind == "skill":
+            state = await skills.get_skill_state(session, account_id, record_id)
+            add(ProvenanceLink(kind="skill", id=state.id, label=state.skill, detail={"active": state.active}))
+            await _context(session, account_id, None, state.branch_id, state.participant_id, links)
+        elif kind == "user_memory":
+            memory = await _user_memory(session, account_id, record_id)
+            add(ProvenanceLink(kind="user_memory", id=memory.id, label="user memory",
+                               detail={"participant_id": memory.participant_id}))
+    except NotFoundError:
+        return
+
+
+async def _context(session: Any, account_id: str, model_run_id: str | None, branch_id: str | None,
+                   participant_id: str | None, links: dict[tuple[str, str], ProvenanceLink]) -> None:
+    """The model run, branch and participant a record was written under."""
+    if model_run_id and ("model_run", model_run_id) not in links:
+        try:
+            run = await messages.get_model_run(session, account_id, model_run_id)
+            label = run.model or ""
+            if run.provider and ":" not in label:
+                label = f"{run.provider}:{label}"
+            links[("model_run", run.id)] = ProvenanceLink(kind="model_run", id=run.id, label=label, detail={
+                "runtime_kind": run.runtime_kind.value, "status": run.status, "workflow_id": run.workflow_id})
+        except NotFoundError:
+            pass
+    if branch_id and ("branch", branch_id) not in links:
+        try:
+            branch = await branches.get_branch(session, account_id, branch_id)
+            links[("branch", branch.id)] = ProvenanceLink(kind="branch", id=branch.id, label=branch.name, detail={
+                "parent_branch_id": branch.parent_branch_id, "fork_seq": branch.fork_seq})
+        except NotFoundError:
+            pass
+    if participant_id and ("participant", participant_id) not in links:
+        try:
+            participant = await conversations.get_participant(session, account_id, participant_id)
+            links[("participant", participant.id)] = ProvenanceLink(
+                kind="participant", id=participant.id, label=participant.name,
+                detail={"model": f"{participant.provider}:{participant.model}"})
+        except NotFoundError:
+            pass
+
+
+async def _user_memory(session: Any, account_id: str, memory_id: str) -> Any:
+    for memory in await user_memories.list_user_memories(session, account_id, limit=10_000):
+        if memory.id == memory_id:
+            return memory
+    raise NotFoundError("user_memory", memory_id)
+
+
+_GETTERS = {
+    "memory": tool_memories.get_tool_memory, "artifact": tool_store.get_artifact,
+    "tool_call": tool_store.get_tool_call, "message": messages.get_message,
+    "checkpoint": checkpoints.get_checkpoint, "skill": skills.get_skill_state, "user_memory": _user_memory,
+}
+"""Account-scoped getters of each kind of record why-not accepts."""
+
+RECORD_KINDS = ("memory", "artifact", "tool_call", "message", "checkpoint", "skill", "user_memory")
+"""The kinds of record why-not accepts, in the order an id is looked up."""
+
+
+async def _record_ref(deps: GraphDeps, account_id: str, record_id: str) -> str:
+    """``<kind>:<id>`` of a record of the account, from its bare id or its ``<kind>:<id>``.
+
+    Raises:
+        NotFoundError: no record of the account has that id.
+    """
+    asked, kinds = record_id, RECORD_KINDS
+    if ":" in record_id:
+        kind, _, record_id = record_id.partition(":")
+        kinds = (kind,) if kind in RECORD_KINDS else ()
+    async with deps.sessions() as session:
+        for kind in kinds:
+            try:
+                await _GETTERS[kind](session, account_id, record_id)
+            except NotFoundError:
+                continue
+            return f"{kind}:{record_id}"
+    raise NotFoundError("record", asked)  # the id as asked: a foreign one reads exactly like an unknown one
+
+
+async def _record(deps: GraphDeps, account_id: str, ref: str) -> Any:
+    """The record ``ref`` names, as the store holds it (the account's only)."""
+    kind, _, record_id = ref.partition(":")
+    async with deps.sessions() as session:
+        return await _GETTERS[kind](session, account_id, record_id)
+
+
+async def _where(deps: GraphDeps, account_id: str, ref: str, sent: Sequence[Mapping[str, Any]]) -> list[int]:
+    """The provider messages that carry ``ref`` (a transcript message by its text or its tool calls)."""
+    kind, _, record_id = ref.partition(":")
+    text, calls = None, []
+    if kind == "message":
+        async with deps.sessions() as session:
+            try:
+                message = await messages.get_message(session, account_id, record_id)
+                text = message.content
+                for request in message.tool_calls:
+                    try:
+                        calls.append((await tool_store.get_tool_call_by_call_id(session, account_id,
+                                                                                 request.call_id)).id)
+                    except NotFoundError:
+                        continue
+            except NotFoundError:
+                pass
+    return pure.where_shown(ref, sent, text=text, tool_call_ids=calls)
+
+
+# --------------------------------------------------------------------------- explain
+
+
+async def explain(deps: GraphDeps, account_id: str, model_run_id: str, *, trace: bool = False) -> Explanation:
+    """What a model run saw, and why: included records with provenance, rehydrations, omissions.
+
+    Args:
+        deps: graph dependencies.
+        account_id: the account asking; only its runs are read.
+        model_run_id: the model run (or a stored assembly's id).
+        trace: also list every candidate and the rule that decided it (recomputes the candidates).
+
+    Returns:
+        The :class:`Explanation`.
+
+    Raises:
+        NotFoundError: the run is not the account's, or has no assembly.
+    """
+    stored = await _run_assembly(deps, account_id, model_run_id)
+    sent = list(stored.messages or ())
+    shown = _shown(stored)
+    finals = pure.final_decisions(stored.decisions)
+    slices = {r.split("#", 1)[0]: r.split("#", 1)[1] if "#" in r else None for r in stored.record.rehydrated_refs}
+    included = []
+    for ref in pure.sorted_refs(r for r in shown if pure.is_record_ref(r)):
+        row = finals.get(ref)
+        rule, reason, outcome = ((row.kind, row.reason, row.outcome.value) if row
+                                 else pure.selected_reason(ref, stored.record.rehydrated_refs))
+        included.append(IncludedRecord(
+            ref=ref, reason=reason, rule=rule, outcome=outcome,
+            messages=await _where(deps, account_id, ref, sent),
+            provenance=await provenance(deps, account_id, ref),
+        ))
+    omitted = [
+        OmittedRecord(ref=ref, rule=row.kind, reason=row.reason, outcome=row.outcome.value,
+                      omission=row.omission.value if row.omission else None)
+        for ref, row in sorted(finals.items()) if ref not in shown and row.outcome in pure.KEPT_OUT
+    ]
+    rehydrations = []
+    for decision in stored.decisions:
+        if decision.outcome is DecisionOutcome.REHYDRATED:
+            first_read = decision.kind == "appended"
+            rehydrations.append(Rehydration(
+                ref=decision.subject_ref, kind="first_read" if first_read else "evidence", reason=decision.reason,
+                slice=None if first_read else slices.get(decision.subject_ref)))
+    notes = [_row(d) for d in stored.decisions if not pure.is_record_ref(d.subject_ref)]
+    rows = trace_note = None
+    if trace:
+        recomputed = await _recomputed(deps, account_id, stored.id)
+        if isinstance(recomputed, Exception):
+            trace_note = f"decision rows only: the candidates could not be recomputed ({recomputed})"
+            found = pure.trace(stored.decisions, shown, stored.record.policy_version)
+        else:
+            found = pure.trace(stored.decisions, shown, stored.record.policy_version, recomputed.candidates,
+                               _viewer(recomputed), _requested(recomputed), stored.record.rehydrated_refs)
+        rows = [DecisionRow.model_validate(row) for row in found]
+    return Explanation(
+        model_run_id=stored.model_run_id, assembly_id=stored.id, conversation_id=stored.conversation_id,
+        branch_id=stored.branch_id, participant_id=stored.participant_id, runtime_kind=stored.runtime_kind.value,
+        provider_route=stored.provider_route, policy_version=stored.record.policy_version,
+        assembler_version=stored.record.assembler_version, snapshot_seq=stored.record.snapshot_seq,
+        token_budget=stored.record.token_budget, assembled_tokens=stored.record.assembled_tokens,
+        legacy_tokens=stored.record.legacy_tokens, messages=sent, included=included, omitted=omitted,
+        rehydrations=rehydrations, omission_counts=dict(stored.record.omitted_counts), notes=notes,
+        epoch=stored.record.epoch.model_dump(mode="json") if stored.record.epoch else None,
+        trace=rows, trace_note=trace_note,
+    )
+
+
+# --------------------------------------------------------------------------- why not
+
+
+async def why_not(deps: GraphDeps, account_id: str, record_id: str, model_run_id: str) -> WhyNot:
+    """Why a record was not in a model run's context (the rule, its inputs, the policy version), or where it was.
+
+    Args:
+        deps: graph dependencies.
+        account_id: the account asking.
+        record_id: a memory, artifact, tool call, message, checkpoint, skill state or user memory of the account.
+        model_run_id: the model run (or a stored assembly's id).
+
+    Returns:
+        The :class:`WhyNot`.
+
+    Raises:
+        NotFoundError: the run or the record is not the account's.
+    """
+    stored = await _run_assembly(deps, account_id, model_run_id)
+    ref = await _record_ref(deps, account_id, record_id)
+    shown = _shown(stored)
+    verdict = pure.why_not(ref, stored.decisions, shown, stored.record.policy_version,
+                           rehydrated_refs=stored.record.rehydrated_refs)
+    if not verdict.included and not verdict.decisions:
+        recomputed = await _recomputed(deps, account_id, stored.id)
+        if isinstance(recomputed, Exception):
+            verdict = dataclasses.replace(verdict, rule="unknown", reason=(
+                f"no decision row names it, and the candidates could not be recomputed ({recomputed})"))
+        else:
+            verdict = pure.why_not(ref, stored.decisions, shown, stored.record.policy_version,
+                                   candidates=recomputed.candidates, viewer=_viewer(recomputed),
+                                   requested_artifacts=_requested(recomputed),
+                                   record=await _record(deps, account_id, ref),
+                                   rehydrated_refs=stored.record.rehydrated_refs)
+    where = await _where(deps, account_id, ref, stored.messages or ()) if verdict.included else []
+    return WhyNot(
+        record_id=ref.partition(":")[2], model_run_id=stored.model_run_id or stored.id, assembly_id=stored.id, ref=ref,
+        included=verdict.included, rule=verdict.rule, reason=verdict.reason, omission=verdict.omission,
+        outcome=verdict.outcome, policy_version=verdict.policy_version, inputs=verdict.inputs, messages=where,
+        decisions=[_row(d) for d in verdict.decisions], provenance=await provenance(deps, account_id, ref),
+    )
+
+
+# --------------------------------------------------------------------------- diff and what-if
+
+
+def message_tokens(message: Mapping[str, Any], counter: TokenCounter) -> int:
+    """A provider message's tokens as :func:`policy.tokens.count_message` counts them (OpenAI form)."""
+    total = MESSAGE_OVERHEAD_TOKENS + (counter(message["content"]) if message.get("content") else 0)
+    for call in message.get("tool_calls") or ():
+        function = call.get("function") or {}
+        total += counter(str(function.get("name", ""))) + counter(str(function.get("arguments", "")))
+    return total
+
+
+def _side(deps: GraphDeps, decisions: Sequence[PolicyDecisionRecord], shown: frozenset[str],
+          sent: Sequence[Mapping[str, Any]], assembled_tokens: int, route: str, version: str,
+          previous: Sequence[Mapping[str, Any]] = ()) -> pure.Side:
+    return pure.Side(
+        decisions=tuple(decisions), shown=shown, messages=tuple(sent),
+        message_tokens=tuple(message_tokens(m, deps.counter) for m in sent), assembled_tokens=assembled_tokens,
+        provider_route=route, policy_version=version,
+        previous_message_tokens=tuple((canonical_json(dict(m)), message_tokens(m, deps.counter)) for m in previous),
+    )
+
+
+def _stored_side(deps: GraphDeps, stored: StoredContextAssembly,
+                 previous: Sequence[Mapping[str, Any]] = ()) -> pure.Side:
+    return _side(deps, stored.decisions, _shown(stored), stored.messages or (), stored.record.assembled_tokens,
+                 stored.provider_route, stored.record.policy_version, previous)
+
+
+def _diff_model(result: pure.Diff, before: AssemblyRef, after: AssemblyRef) -> AssemblyDiff:
+    return AssemblyDiff(
+        before=before, after=after,
+        added=list(result.added), dropped=list(result.dropped), changed=list(result.changed),
+        messages=list(result.messages),
+        shared_prefix_messages=result.shared_prefix_messages, tokens_before=result.tokens_before,
+        tokens_after=result.tokens_after, token_change=result.token_change, billed_before=result.billed_before,
+        billed_after=result.billed_after, billed_change=result.billed_change,
+        newly_fired=list(result.newly_fired),
+    )
+
+
+def _ref_of(stored: StoredContextAssembly) -> AssemblyRef:
+    return AssemblyRef(model_run_id=stored.model_run_id, assembly_id=stored.id,
+                       policy_version=stored.record.policy_version, assembled_tokens=stored.record.assembled_tokens)
+
+
+async def _previous_call(deps: GraphDeps, account_id: str, stored: StoredContextAssembly) -> StoredContextAssembly:
+    """The same participant's assembly on the same branch just before ``stored`` (its previous call).
+
+    Raises:
+        NotFoundError: ``stored`` is the participant's first call on the branch.
+    """
+    async with deps.sessions() as session:
+        rows = await list_context_assemblies(session, account_id, conversation_id=stored.conversation_id,
+                                             limit=10_000)
+        earlier = [a for a in rows if a.branch_id == stored.branch_id and a.participant_id == stored.participant_id
+                   and a.id != stored.id and (a.record.snapshot_seq, a.created_at) < (stored.record.snapshot_seq,
+                                                                                    stored.created_at)]
+        if not earlier:
+            raise NotFoundError("earlier call of the participant before model_run", stored.model_run_id or stored.id)
+        latest = max(earlier, key=lambda a: (a.record.snapshot_seq, a.created_at, a.id))
+        return await get_context_assembly(session, account_id, latest.id, with_messages=True)
+
+
+async def diff(deps: GraphDeps, account_id: str, model_run_id: str, other_model_run_id: str | None = None, *,
+               policy_version: str | None = None) -> AssemblyDiff:
+    """Two assemblies compared: records added and dropped, messages, tokens, billed cost, guarded rules.
+
+    * two runs: the first's assembly against the second's;
+    * one run and ``policy_version``: the run as stored against its recomputation under that version;
+    * one run: the participant's previous call on the branch against this one (consecutive calls).
+
+    Raises:
+        NotFoundError: a run that is not the account's; a first call with nothing before it.
+        UnknownPolicyVersionError: ``policy_version`` is not registered.
+    """
+    after = await _run_assembly(deps, account_id, model_run_id)
+    if other_model_run_id is not None:
+        before, after = after, await _run_assembly(deps, account_id, other_model_run_id)
+        result = pure.diff_assemblies(_stored_side(deps, before), _stored_side(deps, after, before.messages or ()))
+        return _diff_model(result, _ref_of(before), _ref_of(after))
+    if policy_version is not None:
+        target = policy_by_name(policy_version)
+        return (await _recompute_diff(deps, account_id, after, target))[0]
+    before = await _previous_call(deps, account_id, after)
+    result = pure.diff_assemblies(_stored_side(deps, before), _stored_side(deps, after, before.messages or ()))
+    return _diff_model(result, _ref_of(before), _ref_of(after))
+
+
+async def _recompute_diff(deps: GraphDeps, account_id: str, stored: StoredContextAssembly, target: Any,
+                          previous: tuple[Sequence[Mapping[str, Any]], Sequence[Mapping[str, Any]]] = ((), ()),
+                          ) -> tuple[AssemblyDiff, list[dict[str, Any]]]:
+    """``stored`` against its recomputation under ``target`` (``previous``: each side's previous call).
+
+    Returns:
+        The diff, and the recomputed messages (the next call's previous call).
+
+    Raises:
+        AssemblyNotReplayableError: ``stored`` cannot be recomputed.
+    """
+
+    again = await recompute_assembly(deps, account_id, stored.id, policy=target)
+    sent = [dict(m) for m in again.messages]
+    result = pure.diff_assemblies(
+        _stored_side(deps, stored, previous[0]),
+        _side(deps, again.result.decisions, pure.shown_refs(again.result.record.selected_refs,
+                                                            again.result.record.rehydrated_refs,
+                                                            again.result.decisions),
+              sent, again.result.record.assembled_tokens, stored.provider_route, target.version_tag, previous[1]),
+    )
+    after = AssemblyRef(model_run_id=stored.model_run_id, assembly_id=None, policy_version=target.version_tag,
+                        assembled_tokens=again.result.record.assembled_tokens)
+    return _diff_model(result, _ref_of(stored), after), sent
+
+
+WHAT_IF_MAX = 500
+"""At most this many assemblies are replayed by one what-if (the newest)."""
+
+
+async def what_if(deps: GraphDeps, account_id: str, policy_version: str, *, conversation_id: str | None = None,
+                  account: str | None = None, last: int | None = None) -> WhatIfReport:
+    """Recompute stored assemblies under another registered policy version and report what would change.
+
+    At most one scope: a conversation, the account (``account`` must be the caller's; the default), or the
+    last ``last`` model runs. Assemblies are replayed oldest first, each participant's previous call giving the cache
+    estimate on both sides.
+
+    Raises:
+        NotFoundError: a conversation or account that is not the caller's.
+        UnknownPolicyVersionError: ``policy_version`` is not registered.
+        ValueError: more than one scope, or ``last`` below 1.
+    """
+    if sum(x is not None for x in (conversation_id, account, last)) > 1:
+        raise ValueError("what-if takes one of a conversation, an account or the last N runs")
+    if conversation_id is None and last is None:
+        account = account_id if account is None else account
+    if last is not None and last < 1:
+        raise ValueError(f"--last must be at least 1, not {last}")
+    target = policy_by_name(policy_version)
+    async with deps.sessions() as session:
+        if conversation_id is not None:
+            await conversations.get_conversation(session, account_id, conversation_id)
+            scope: dict[str, Any] = {"conversation_id": conversation_id}
+            ids = [a.id for a in await list_context_assemblies(session, account_id, conversation_id=conversation_id,
+                                                              limit=WHAT_IF_MAX)]
+        elif account is not None:
+            if account != account_id:
+                raise NotFoundError("account", account)
+            scope = {"account_id": account}
+            ids = [a.id for a in await list_context_assemblies(session, account_id, limit=WHAT_IF_MAX)]
+        else:
+            scope = {"last": last}
+            runs = await messages.list_model_runs(session, account_id, limit=min(last or 1, WHAT_IF_MAX) * 4)
+            ids = [run.context_assembly_id for run in runs if run.context_assembly_id][-(last or 1):]
+        stored = [await get_context_assembly(session, account_id, one, with_messages=True) for one in ids]
+    stored.sort(key=lambda a: (a.created_at, a.record.snapshot_seq, a.id))
+    previous: dict[tuple[str, str], tuple[Sequence[Mapping[str, Any]], Sequence[Mapping[str, Any]]]] = {}
+    diffs: list[AssemblyDiff] = []
+    skipped: list[Skipped] = []
+    for one in stored:
+        key = (one.branch_id, one.participant_id)
+        try:
+            result, sent = await _recompute_diff(deps, account_id, one, target, previous.get(key, ((), ())))
+        except AssemblyNotReplayableError as error:
+            skipped.append(Skipped(assembly_id=one.id, model_run_id=one.model_run_id, reason=str(error)))
+            continue
+        diffs.append(result)
+        previous[key] = (one.messages or (), sent)
+    return WhatIfReport(policy_version=target.version_tag,
+                        baseline_versions=sorted({a.record.policy_version for a in stored}), scope=scope,
+                        runs=diffs, totals=_totals(diffs), skipped=skipped)
+
+
+def _totals(diffs: Sequence[AssemblyDiff]) -> WhatIfTotals:
+    summed = pure.totals(diffs)
+    return WhatIfTotals(
+        assemblies=summed.assemblies, changed_assemblies=summed.changed_assemblies, added=summed.added,
+        dropped=summed.dropped, tokens_before=summed.tokens_before, tokens_after=summed.tokens_after,
+        token_change=summed.token_change, billed_before=summed.billed_before, billed_after=summed.billed_after,
+        billed_change=summed.billed_change, newly_fired=summed.newly_fired,
+    )
+
+
+def dumps(result: AuditModel) -> str:
+    """A result as indented JSON (what ``--json`` prints): ASCII only, so no stored text can reach a terminal
+    as a control or bidi character (JSON escapes them)."""
+    return json.dumps(result.to_json(), indent=2)
+
+
+__all__ = [
+    "AssemblyDiff", "AssemblyRef", "DecisionRow", "Explanation", "FiredRule", "IncludedRecord", "MessageChange",
+    "OmittedRecord", "ProvenanceLink", "RecordChange", "Rehydration", "Skipped", "WhatIfReport", "WhatIfTotals", "WhyNot",
+    "diff", "dumps", "explain", "message_tokens", "provenance", "what_if", "why_not",
+]

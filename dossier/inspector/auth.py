@@ -1,0 +1,123 @@
+"""Who may look: per-account viewer tokens for the inspector.
+
+The inspector serves one account per viewer. A viewer proves which account
+with a token that names the account and an expiry and is signed (HMAC-SHA256)
+with a secret kept under ``$DOSSIER_HOME`` (``inspector-secret``, created once,
+readable by its owner only). ``dossier inspector --account ID`` prints a login
+URL carrying a fresh token; ``/login`` checks it and keeps it in an HttpOnly,
+SameSite=Strict cookie. Every page then reads with the token's account and no
+other: there is no way to name an account in a URL.
+
+    secret = load_secret(settings.dossier_home)
+    token = issue_token(secret, account_id)             # "v1.<account>.<expires>.<signature>"
+    verify_token(secret, token)                         # -> account id, or None
+
+Anyone holding a token sees its account until it expires; rotating the secret
+(deleting the file) revokes every token at once.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import os
+import secrets
+import time
+import uuid
+from pathlib import Path
+
+SECRET_FILE = "inspector-secret"
+"""Under ``DOSSIER_HOME``: the key viewer tokens are signed with."""
+
+COOKIE = "dossier_inspector"
+"""The cookie ``/login`` sets with the viewer's token."""
+
+TOKEN_TTL_SECONDS = 7 * 24 * 3600
+"""How long a printed login URL stays valid (a week)."""
+
+_VERSION = "v1"
+
+
+def load_secret(home: Path) -> bytes:
+    """The signing secret under ``home``, created (0600, 32 random bytes) on first use.
+
+    Args:
+        home: the ``DOSSIER_HOME`` folder.
+
+    Returns:
+        The secret.
+    """
+    path = home / SECRET_FILE
+    home.mkdir(parents=True, exist_ok=True)
+    try:
+        # O_EXCL: two processes creating it at once agree on the first one's secret.
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        pass
+    else:
+        with os.fdopen(fd, "w") as f:
+            f.write(secrets.token_hex(32) + "\n")
+    value = path.read_text().strip()
+    if len(value) < 32:
+        raise ValueError(f"{path} holds no usable secret; delete it to create a new one")
+    return value.encode()
+
+
+def _sign(secret: bytes, body: str) -> str:
+    digest = hmac.new(secret, body.encode(), hashlib.sha256).digest()
+    return base64.urlsafe_b64encode(digest).decode().rstrip("=")
+
+
+def issue_token(secret: bytes, account_id: str, *, ttl_seconds: int = TOKEN_TTL_SECONDS,
+                now: float | None = None) -> str:
+    """A viewer token for ``account_id``.
+
+    Args:
+        secret: the signing secret (:func:`load_secret`).
+        account_id: the account the viewer may read.
+        ttl_seconds: how long the token is valid.
+        now: the current time (default: the clock).
+
+    Returns:
+        ``v1.<account>.<expires>.<signature>``.
+
+    Raises:
+        ValueError: an account id that is not a UUID.
+    """
+    account = str(uuid.UUID(account_id))
+    expires = int((time.time() if now is None else now) + ttl_seconds)
+    body = f"{_VERSION}.{account}.{expires}"
+    return f"{body}.{_sign(secret, body)}"
+
+
+def verify_token(secret: bytes, token: str | None, *, now: float | None = None) -> str | None:
+    """The account a token names, if it is well formed, signed with ``secret`` and not expired.
+
+    Args:
+        secret: the signing secret.
+        token: the token as presented (may be ``None`` or anything).
+        now: the current time (default: the clock).
+
+    Returns:
+        The account id, or ``None`` for any token that does not check out.
+    """
+    if not token or len(token) > 200:
+        return None
+    parts = token.split(".")
+    if len(parts) != 4 or parts[0] != _VERSION:
+        return None
+    body, signature = ".".join(parts[:3]), parts[3]
+    if not hmac.compare_digest(_sign(secret, body), signature):
+        return None
+    try:
+        account = str(uuid.UUID(parts[1]))
+        expires = int(parts[2])
+    except ValueError:
+        return None
+    if expires < (time.time() if now is None else now):
+        return None
+    return account
+
+
+__all__ = ["COOKIE", "SECRET_FILE", "TOKEN_TTL_SECONDS", "issue_token", "load_secret", "verify_token"]

@@ -1,0 +1,49 @@
+"""Viewer tokens: signed per account, expiring, revoked with their secret; the secret file is private."""
+
+from __future__ import annotations
+
+import stat
+import uuid
+from pathlib import Path
+
+import pytest
+
+from dossier.inspector.auth import SECRET_FILE, TOKEN_TTL_SECONDS, issue_token, load_secret, verify_token
+
+ACCOUNT = str(uuid.uuid4())
+
+
+def test_the_secret_is_created_once_and_readable_by_its_owner_only(tmp_path: Path) -> None:
+    first = load_secret(tmp_path)
+    assert load_secret(tmp_path) == first and len(first) >= 32
+    assert stat.S_IMODE((tmp_path / SECRET_FILE).stat().st_mode) == 0o600
+
+
+def test_a_token_names_its_account_for_a_week(tmp_path: Path) -> None:
+    secret = load_secret(tmp_path)
+    token = issue_token(secret, ACCOUNT, now=1_000_000)
+    assert TOKEN_TTL_SECONDS == 7 * 24 * 3600
+    assert verify_token(secret, token, now=1_000_000 + TOKEN_TTL_SECONDS - 1) == ACCOUNT
+    assert verify_token(secret, token, now=1_000_000 + TOKEN_TTL_SECONDS + 1) is None
+
+
+def test_deleting_the_secret_revokes_every_token(tmp_path: Path) -> None:
+    token = issue_token(load_secret(tmp_path), ACCOUNT)
+    (tmp_path / SECRET_FILE).unlink()
+    assert verify_token(load_secret(tmp_path), token) is None
+
+
+@pytest.mark.parametrize("token", [None, "", "v1", "v2." + ACCOUNT + ".9999999999.sig", "x" * 500,
+                                   f"v1.not-a-uuid.9999999999.sig", f"v1.{ACCOUNT}.soon.sig"])
+def test_malformed_tokens_name_no_account(tmp_path: Path, token: str | None) -> None:
+    assert verify_token(load_secret(tmp_path), token) is None
+
+
+def test_a_token_changed_in_any_part_is_refused(tmp_path: Path) -> None:
+    secret = load_secret(tmp_path)
+    token = issue_token(secret, ACCOUNT)
+    version, account, expires, signature = token.split(".")
+    for changed in (f"{version}.{uuid.uuid4()}.{expires}.{signature}", f"{version}.{account}.{int(expires) + 1}."
+                    f"{signature}", f"{version}.{account}.{expires}.{signature[:-1]}{'B' if signature.endswith('A') else 'A'}"):
+        assert verify_token(secret, changed) is None
+    assert verify_token(b"another secret of enough length, 123", token) is None
