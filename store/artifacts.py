@@ -443,7 +443,7 @@ class ArtifactStore:
             self._client.put_object(self.bucket, key, io.BytesIO(data), length=len(data), content_type=content_type,
                                     metadata={META_SHA256: digest, META_ACCOUNT: account_id}, part_size=PART_SIZE)
 
-        await self._call(upload, key)
+        await self._call(upload, key, operation="PutObject")
         return ObjectRef(key=key, sha256=digest, size=len(data), content_type=content_type)
 
     async def list_keys(self, account_id: str, *, limit: int = 1000) -> list[str]:
@@ -466,7 +466,7 @@ class ArtifactStore:
                     break
             return found
 
-        return await self._call(keys)
+        return await self._call(keys, operation="ListObjects")
 
     # ------------------------------------------------------------------ deletes
 
