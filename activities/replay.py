@@ -34,6 +34,7 @@ from store.candidates import CandidateLimits, load_candidates
 from store.errors import AssemblyNotReplayableError, IntegrityViolation, NotFoundError
 from store.models.types import storable_json
 from store.records import ReplayInputs, StoredContextAssembly
+from store.retention import trace_dropped
 
 
 @dataclass(frozen=True)
@@ -88,12 +89,15 @@ async def recompute_assembly(
 
     Raises:
         NotFoundError: no such assembly in the account (a foreign id reads the same).
-        AssemblyNotReplayableError: the assembly was stored before its replay inputs were, a user memory
+        AssemblyNotReplayableError: retention dropped its stored messages, it was stored before its replay
+            inputs were, a user memory
             it loaded has been forgotten since, or the previous assembly it continued is gone.
         UnknownPolicyVersionError: ``policy`` is ``None`` and no registered policy has the stored tag.
     """
     async with deps.sessions() as session:
         stored = await get_context_assembly(session, account_id, assembly_id, with_messages=True)
+        if await trace_dropped(session, account_id, assembly_id):
+            raise AssemblyNotReplayableError(assembly_id, "retention dropped its stored messages")
         inputs = _inputs_of(stored)
         if policy is None:
             policy = policy_for_tag(stored.record.policy_version)

@@ -349,6 +349,14 @@ async def _apply_memory(sessions: Any, account_id: str, memory_id: str, action: 
     return action.value
 
 
+@translate_errors
+async def trace_dropped(session: AsyncSession, account_id: str, assembly_id: str) -> bool:
+    """Whether retention dropped an assembly's stored messages (it can no longer be replayed byte for byte)."""
+    state = await session.scalar(select(ContextAssembly.retention_state).where(
+        ContextAssembly.account_id == account_id, ContextAssembly.id == assembly_id))
+    return state is not None and state != RetentionState.LIVE.value
+
+
 async def _apply_trace(sessions: Any, account_id: str, assembly_id: str) -> str:
     """Drop an assembly's stored messages; its decisions, counts and content hash stay."""
     async with sessions() as session, session.begin():
@@ -369,4 +377,5 @@ __all__ = [
     "object_still_needed",
     "participant_retention",
     "set_retention",
+    "trace_dropped",
 ]

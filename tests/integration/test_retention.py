@@ -20,6 +20,7 @@ from sqlalchemy import select
 from temporalio.testing import WorkflowEnvironment
 
 from activities.context import assemble_context
+from activities.replay import recompute_assembly
 from activities.deps import GraphDeps
 from activities.tools.registry import default_registry
 from activities.ingest import ToolOutcome, begin_tool_call, ingest_tool_result
@@ -31,7 +32,7 @@ from policy.records import GenerationBoundary
 from policy.retention import RAW_ARCHIVED_REASON, RAW_REDACTED_REASON, REDACTED_MARKER, RetentionSpec
 from policy.tools import ToolCatalog, ToolSpec
 from store import conversations, messages
-from store.errors import ArtifactRetainedError
+from store.errors import ArtifactRetainedError, AssemblyNotReplayableError
 from store.models import ContextAssembly, PolicyDecision, ToolArtifact, ToolCall, ToolMemory
 from store.payloads import read_artifact_payload
 from store.retention import archive_key
@@ -262,6 +263,8 @@ async def test_a_trace_rule_drops_the_stored_messages_and_keeps_the_decisions(
         after = len((await session.scalars(select(PolicyDecision.ordinal).where(
             PolicyDecision.context_assembly_id == assembled.assembly_id))).all())
     assert row.messages == [] and row.retention_state == "redacted"
+    with pytest.raises(AssemblyNotReplayableError, match="retention dropped its stored messages"):
+        await recompute_assembly(deps, traced.account_id, assembled.assembly_id)
     assert row.assembled_tokens == assembled.result.record.assembled_tokens and after == decisions
 
 
