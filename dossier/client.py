@@ -221,11 +221,11 @@ class DossierClient:
     def _visibility(self, scope: Scope, runtime_kind: RuntimeKind | None, participant_id: str | None, what: str,
                     *counts: str) -> dict[str, Any]:
         """Search attributes, static summary and memo of a workflow start (see :mod:`workflows.visibility`)."""
-        inspector = self.settings.inspector_url
+        inspector = self.settings.inspector_base_url()
         return {
             "search_attributes": search_attributes(scope, runtime_kind, participant_id),
             "static_summary": workflow_summary(what, scope, runtime_kind, inspector, *counts),
-            "memo": {INSPECTOR_MEMO: inspector} if inspector else None,
+            "memo": {INSPECTOR_MEMO: inspector},
         }
 
     def ui_url(self, workflow_id: str) -> str | None:

@@ -391,7 +391,7 @@ async def run_worker(settings: Settings) -> None:
         deps = await stack.enter_async_context(
             open_graph(settings, services=("postgres", "s3", "temporal"), tools=tools))
         client = await temporal_client(settings)
-        serve_metrics(settings.metrics_port, deps.metrics.registry)
+        serve_metrics(settings.metrics_port, deps.metrics.registry, addr=settings.metrics_address)
         providers = model_providers(settings)
         worker = build_worker(client, deps, task_queue=settings.temporal_task_queue, tools=tools,
                               providers=providers, agent_endpoints=agent_endpoints(agents), skills=skills)

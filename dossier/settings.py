@@ -149,13 +149,17 @@ class Settings(BaseSettings):
             raise ValueError(f"TEMPORAL_UI_URL starts with http:// or https://, got {value!r}")
         return value.rstrip("/") if value is not None else None
 
-    inspector_url: str | None = "http://127.0.0.1:8234"
-    """Base URL of the inspector (`dossier inspector`) that run summaries in the Temporal UI link to
-    (`/conversations/<id>`, `/runs/<id>`); the default is the inspector's default address."""
+    inspector_url: str | None = None
+    """Base URL of the inspector that run summaries in the Temporal UI link to (`/conversations/<id>`,
+    `/runs/<id>`); unset means `http://127.0.0.1:<INSPECTOR_PORT>`, the embedded inspector's address."""
 
     metrics_port: int = Field(default=9464, ge=0, le=65535)
     """Port on which the worker serves Prometheus metrics (`/metrics`); 0 serves none. A taken port is
     logged and skipped."""
+
+    metrics_address: str = "127.0.0.1"
+    """Address the metrics endpoint binds: this host only by default, like every embedded service
+    (`0.0.0.0` lets a Prometheus on another host or container scrape it)."""
 
     tracing_exporter: Literal["otlp", "console", "none"] | None = None
     """Where the worker's OpenTelemetry spans go; unset means `otlp` when `OTEL_EXPORTER_OTLP_ENDPOINT`
@@ -163,6 +167,10 @@ class Settings(BaseSettings):
 
     otel_exporter_otlp_endpoint: str | None = None
     """OTLP/HTTP collector base URL (`http://host:4318`), OpenTelemetry's standard variable."""
+
+    def inspector_base_url(self) -> str:
+        """The inspector's base URL for links: ``INSPECTOR_URL``, else the embedded inspector's preferred port."""
+        return (self.inspector_url or f"http://127.0.0.1:{self.inspector_port}").rstrip("/")
 
     @field_validator("openai_base_url", "anthropic_base_url")
     @classmethod

@@ -38,13 +38,13 @@ SERVICE_NAME = "dossier-worker"
 """The ``service.name`` resource attribute of the worker's spans."""
 
 
-def serve_metrics(port: int, registry: CollectorRegistry, *, addr: str = "0.0.0.0") -> WSGIServer | None:
+def serve_metrics(port: int, registry: CollectorRegistry, *, addr: str = "127.0.0.1") -> WSGIServer | None:
     """Serve ``registry`` on ``http://addr:port/metrics`` from a daemon thread.
 
     Args:
         port: the port; 0 serves nothing.
         registry: the metrics to serve.
-        addr: the address to bind (every interface by default, for a scraper on another host).
+        addr: the address to bind (``METRICS_ADDRESS``; ``0.0.0.0`` for a scraper on another host).
 
     Returns:
         The HTTP server (``shutdown()`` stops it), or ``None`` when disabled or the port is taken.

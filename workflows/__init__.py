@@ -3,7 +3,8 @@
 One workflow per module: ``turn`` (the agent turn every mode is built from),
 ``multi_model``, ``subagents``, ``parent_resume``, ``discussion`` and
 ``scheduled_job``; ``options`` holds the timeouts and retry policies they
-share. They import :mod:`contracts` and nothing else of the project: activity
+share, ``visibility`` the search attributes and summaries the Temporal UI
+shows for them. They import :mod:`contracts` and nothing else of the project: activity
 names come from :class:`contracts.ActivityName`, never from the activities.
 
 ``ALL_WORKFLOWS`` is what the worker registers.

@@ -114,10 +114,10 @@ async def instrumented(deps: GraphDeps) -> AsyncIterator[GraphDeps]:
     artifacts = copy.copy(deps.artifacts)
     original_call = deps.artifacts._call
 
-    async def timed_call(fn, key=None):  # noqa: ANN001, ANN202
+    async def timed_call(fn, key=None, **kwargs):  # noqa: ANN001, ANN003, ANN202 - the wrapped method's signature
         start = time.perf_counter()
         try:
-            return await original_call(fn, key)
+            return await original_call(fn, key, **kwargs)
         finally:
             timing = CURRENT_TIMING.get()
             if timing is not None:

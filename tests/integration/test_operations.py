@@ -16,6 +16,7 @@ import uuid
 from collections import Counter as Tally
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
+from datetime import timedelta
 
 import pytest
 from opentelemetry import trace
@@ -23,7 +24,9 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from prometheus_client.parser import text_string_to_metric_families
-from temporalio.client import Client, WorkflowHandle
+from temporalio.api.enums.v1 import IndexedValueType
+from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
+from temporalio.client import Client, ScheduleActionStartWorkflow, WorkflowHandle
 from temporalio.converter import PayloadConverter
 from temporalio.testing import WorkflowEnvironment
 
@@ -31,12 +34,15 @@ from activities.deps import GraphDeps
 from activities.metrics import RuntimeMetrics
 from dossier.client import DossierClient, TurnOutcome
 from dossier.runtime import build_worker
-from dossier.services.process import free_ports
+from dossier.services.process import find_binary, free_ports
 from dossier.settings import Settings
 from dossier.telemetry import serve_metrics, tracing_interceptor
+from dossier.visibility import SEARCH_ATTRIBUTE_NAMES, ensure_search_attributes
 from policy.enums import DecisionOutcome
-from store import conversations, messages
-from store.assemblies import get_context_assembly
+from provider_server import ProviderServer, Reply, openai_completion, openai_error
+from provider_turns import provider_dossier
+from store import conversations
+from store.assemblies import list_context_assemblies
 from store.records import StoredContextAssembly
 
 SECRET = "zebra-quartz-7194"
@@ -57,6 +63,9 @@ class Run:
     client: DossierClient
     chat: TurnOutcome
     multi: list[TurnOutcome]
+    subagents: str
+    """The subagent batch's workflow id."""
+    child_participants: tuple[str, ...]
     metrics_url: str
     spans: InMemorySpanExporter
 
@@ -98,7 +107,12 @@ async def run(temporal_env: WorkflowEnvironment, graph_deps: GraphDeps) -> Async
             multi = await client.multi(f"Which region sold most? codeword {SECRET}",
                                        ["scripted:analyst", "scripted:analyst"],
                                        conversation_id=chat.conversation_id, branch_id=chat.branch_id)
-            yield Run(client, chat, multi, f"http://127.0.0.1:{port}/metrics", spans)
+            batch, batch_id, _ = await client.subagents(
+                f"Audit the quarter, codeword {SECRET}",
+                [("scripted:researcher", f"Analyse sales/2026-q3-orders.csv by region, codeword {SECRET}")],
+                conversation_id=chat.conversation_id, branch_id=chat.branch_id)
+            yield Run(client, chat, multi, batch_id, tuple(c.participant_id for c in batch.children),
+                      f"http://127.0.0.1:{port}/metrics", spans)
     finally:
         server.shutdown()
 
@@ -127,13 +141,10 @@ async def _activity_summaries(handle: WorkflowHandle) -> list[str]:
 
 
 async def _assemblies(run: Run) -> list[StoredContextAssembly]:
-    run_ids = [*run.chat.model_run_ids, *(run_id for turn in run.multi for run_id in turn.model_run_ids)]
-    found = []
+    """Every assembly of the module's conversation (all its turns ran on this worker)."""
     async with run.client.deps.sessions() as session:
-        for run_id in run_ids:
-            model_run = await messages.get_model_run(session, run.client.account_id, run_id)
-            found.append(await get_context_assembly(session, run.client.account_id, model_run.context_assembly_id))
-    return found
+        return await list_context_assemblies(session, run.client.account_id, conversation_id=run.conversation_id,
+                                             limit=10_000)
 
 
 # ---------------------------------------------------------------- search attributes and summaries
@@ -154,6 +165,18 @@ async def test_runs_are_found_by_conversation_and_tagged_with_ids_and_kinds(run:
     assert found[run.multi[0].workflow_id]["DossierRuntimeKind"] == "multi_model"
     assert {found[child]["DossierParticipantId"] for child in children} == {t.participant_id for t in run.multi}
     assert {found[child]["DossierRuntimeKind"] for child in children} == {"multi_model"}
+
+    # A subagent batch: the parent tags its children and its resume with their own participant and kind.
+    child = f"{run.subagents}/child-{run.child_participants[0]}"
+    resume, resume_turn = f"{run.subagents}/resume", f"{run.subagents}/resume/turn"
+    found = await _find(temporal, f'DossierConversationId="{run.conversation_id}"',
+                        {run.subagents, child, resume, resume_turn})
+    parent = found[run.subagents]["DossierParticipantId"]
+    assert "DossierRuntimeKind" not in found[run.subagents]  # a batch is no model turn of its own
+    assert found[child]["DossierParticipantId"] == run.child_participants[0] != parent
+    assert found[child]["DossierRuntimeKind"] == "subagent_child"
+    assert found[resume]["DossierParticipantId"] == found[resume_turn]["DossierParticipantId"] == parent
+    assert found[resume]["DossierRuntimeKind"] == found[resume_turn]["DossierRuntimeKind"] == "parent_resume"
 
     by_kind = await _find(temporal, f'DossierConversationId="{run.conversation_id}" AND '
                                     f'DossierRuntimeKind="multi_model"', set(children))
@@ -189,6 +212,21 @@ async def test_summaries_show_kinds_counts_and_links_never_user_text(run: Run) -
             f"{first.legacy_tokens} replay tokens · {INSPECTOR}/runs/{runs[0]}") in summaries
     tool_steps = [text for text in summaries if text.startswith("execute tool · chat · ")]
     assert len(tool_steps) == len(run.chat.result.tool_call_ids) >= 3
+
+
+async def test_no_workflow_or_activity_summary_of_the_conversation_shows_user_text(run: Run) -> None:
+    temporal = run.client.temporal
+    expected = {run.chat.workflow_id, run.multi[0].workflow_id, *(f"{run.multi[0].workflow_id}/model-{i}" for i in (0, 1)),
+                run.subagents, f"{run.subagents}/child-{run.child_participants[0]}", f"{run.subagents}/resume",
+                f"{run.subagents}/resume/turn"}
+    workflow_ids = set(await _find(temporal, f'DossierConversationId="{run.conversation_id}"', expected))
+    assert workflow_ids == expected
+    for workflow_id in workflow_ids:
+        handle = temporal.get_workflow_handle(workflow_id)
+        texts = [await (await handle.describe()).static_summary(), *await _activity_summaries(handle)]
+        assert texts[0] is not None and texts[0].endswith(f"{INSPECTOR}/conversations/{run.conversation_id}")
+        for text in texts:
+            assert SECRET not in text and "codeword" not in text, (workflow_id, text)
 
 
 # ---------------------------------------------------------------- metrics
@@ -285,3 +323,61 @@ async def test_the_trace_runs_from_the_workflow_through_activities_to_graph_and_
     # Spans name operations, never payloads.
     for span in mine:
         assert SECRET not in str(dict(span.attributes or {})), span.name
+
+
+async def test_provider_errors_latency_and_billed_estimate_from_reported_usage(
+        temporal_env: WorkflowEnvironment, graph_deps: GraphDeps, server: ProviderServer) -> None:
+    """A real OpenAI-format endpoint: one 503 (retried by Temporal), then an answer that reports cache reads."""
+    deps = replace(graph_deps, metrics=RuntimeMetrics())
+    metrics = serve_metrics(free_ports(1)[0], deps.metrics.registry, addr="127.0.0.1")
+    assert metrics is not None
+    server.reply(Reply(openai_error(503, "overloaded", type_="server_error"), status=503,
+                       headers={"retry-after": "0"}),
+                 Reply(openai_completion("done", prompt_tokens=1500, cached_tokens=1024)))
+    try:
+        async with provider_dossier(temporal_env, deps, server, "ops provider") as client:
+            outcome = await client.chat(f"hello {SECRET}", model="openai:gpt-test")
+        assert outcome.result is not None and outcome.result.status == "answered"
+        samples = _scrape(f"http://127.0.0.1:{metrics.server_port}/metrics")
+    finally:
+        metrics.shutdown()
+    assert _total(samples, "dossier_provider_errors_total", route="openai",
+                  error="ProviderUnavailableError") == 1
+    assert _total(samples, "dossier_provider_errors_total") == 1
+    assert _total(samples, "dossier_provider_request_seconds_count", route="openai") == 2
+    # OpenAI's prompt tokens include the cached ones: 476 uncached at 1.0 and 1024 cached at 0.5
+    # (policy.pricing's cache-read price for the openai route).
+    assert _total(samples, "dossier_billed_input_units_total", route="openai") == 476 + 1024 * 0.5
+
+
+async def test_a_server_without_the_search_attributes_gets_them_on_connect() -> None:
+    """What ``dossier.runtime.temporal_client`` does for a server nobody registered them on (idempotent)."""
+    env = await WorkflowEnvironment.start_local(dev_server_existing_path=str(find_binary("temporal")), ui=False)
+    try:
+        assert await ensure_search_attributes(env.client, "default") == list(SEARCH_ATTRIBUTE_NAMES)
+        assert await ensure_search_attributes(env.client, "default") == []
+        listed = await env.client.operator_service.list_search_attributes(
+            ListSearchAttributesRequest(namespace="default"))
+        assert all(listed.custom_attributes[name] == IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD
+                   for name in SEARCH_ATTRIBUTE_NAMES)
+    finally:
+        await env.shutdown()
+
+
+async def test_a_schedule_starts_its_jobs_tagged_and_summarised(run: Run) -> None:
+    """What a schedule starts carries the same attributes and summary (read from the schedule's action)."""
+    schedule_id = f"ops-{uuid.uuid4().hex[:8]}"
+    handle = await run.client.create_schedule(schedule_id, f"Digest, codeword {SECRET}", every=timedelta(hours=1),
+                                              model="scripted:digest", conversation_id=run.conversation_id,
+                                              branch_id=run.chat.branch_id, paused=True)
+    try:
+        action = (await handle.describe()).schedule.action
+        assert isinstance(action, ScheduleActionStartWorkflow)
+        tags = {key.name: value for key, value in action.typed_search_attributes}
+        assert tags["DossierConversationId"] == run.conversation_id
+        assert tags["DossierRuntimeKind"] == "scheduled_job"
+        summary = action.static_summary  # a raw payload when read back from the server
+        assert PayloadConverter.default.from_payload(summary, str) == (
+            f"scheduled job · scheduled_job · {INSPECTOR}/conversations/{run.conversation_id}")
+    finally:
+        await handle.delete()

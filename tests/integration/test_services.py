@@ -31,6 +31,8 @@ from minio import Minio
 from minio.error import S3Error
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
+from temporalio.api.enums.v1 import IndexedValueType
+from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
 from temporalio.client import Client
 
 from dossier.services import Endpoints, ensure_services, services_status, stop_services
@@ -38,6 +40,7 @@ from dossier.services.process import SOCKET_PATH_MAX, SOCKET_ROOT, free_ports
 from dossier.services.s3 import client as s3_client
 from dossier.services.stack import is_external
 from dossier.settings import Settings
+from dossier.visibility import SEARCH_ATTRIBUTE_NAMES
 
 
 def _embedded(settings: Settings) -> list[str]:
@@ -158,6 +161,11 @@ async def test_temporal_dev_server_starts_answers_and_stops(isolated: Settings) 
 
     client = await Client.connect(endpoints.temporal_address, namespace=isolated.temporal_namespace)
     assert await client.service_client.check_health()
+    # Dossier's search attributes are registered by the start command itself.
+    listed = await client.operator_service.list_search_attributes(
+        ListSearchAttributesRequest(namespace=isolated.temporal_namespace))
+    assert {name: listed.custom_attributes.get(name) for name in SEARCH_ATTRIBUTE_NAMES} == dict.fromkeys(
+        SEARCH_ATTRIBUTE_NAMES, IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD)
     no_proxy = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     with no_proxy.open(endpoints.temporal_ui_url, timeout=10) as page:
         assert page.status == 200

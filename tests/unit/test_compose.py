@@ -434,6 +434,25 @@ def test_worker_waits_for_its_whole_stack(services: dict[str, dict[str, Any]]) -
     assert dependencies(services["minio-init"]).get("minio") == "service_healthy"
 
 
+def test_search_attributes_are_registered_before_the_worker_starts(services: dict[str, dict[str, Any]]) -> None:
+    """The one-shot creates exactly Dossier's search attributes, as Keyword, in the worker's namespace."""
+    from dossier.visibility import SEARCH_ATTRIBUTE_NAMES
+
+    job = services["temporal-search-attributes"]
+    assert job["image"] == services["temporal"]["image"]  # the server image ships the CLI
+    assert dependencies(job) == {"temporal": "service_healthy"}
+    assert dependencies(services["worker"]).get("temporal-search-attributes") == "service_completed_successfully"
+    argv = [str(arg) for arg in job["entrypoint"]]
+    assert argv[:4] == ["temporal", "operator", "search-attribute", "create"]
+    flags: dict[str, list[str]] = {}
+    for flag, value in zip(argv[4::2], argv[5::2]):
+        flags.setdefault(flag, []).append(value)
+    assert flags["--address"] == [env_of(services["worker"])["TEMPORAL_ADDRESS"]]
+    assert flags["--namespace"] == [env_of(services["worker"])["TEMPORAL_NAMESPACE"]]
+    assert flags["--type"] == ["Keyword"]
+    assert sorted(flags["--name"]) == sorted(SEARCH_ATTRIBUTE_NAMES)
+
+
 def test_healthchecks_probe_the_right_thing(services: dict[str, dict[str, Any]]) -> None:
     def probe(name: str) -> str:
         return " ".join(services[name]["healthcheck"]["test"][1:])

@@ -1,41 +1,113 @@
-"""The worker's metrics endpoint and span exporter as the README's Configuration section states them."""
+"""The pieces of operations that need no server: billed-cost arithmetic, exporter choice, the metrics port."""
 
 from __future__ import annotations
 
 import logging
 import socket
+import urllib.request
 
 import pytest
 from opentelemetry.sdk.trace.export import ConsoleSpanExporter
-from prometheus_client import CollectorRegistry
 
+from activities.metrics import RuntimeMetrics, billed_input_units
+from contracts import Scope
 from dossier.settings import Settings
 from dossier.telemetry import serve_metrics, span_exporter
+from dossier.visibility import SEARCH_ATTRIBUTE_NAMES, dev_server_args
+from policy.enums import RuntimeKind
+from workflows.visibility import SUMMARY_MAX_CHARS, search_attributes, summary, workflow_summary
+
+SCOPE = Scope(account_id="acct-1", conversation_id="conv-1", branch_id="branch-1")
 
 
-def test_metrics_port_zero_serves_none() -> None:
-    assert Settings.model_fields["metrics_port"].default == 9464
-    assert serve_metrics(0, CollectorRegistry(), addr="127.0.0.1") is None
+@pytest.mark.parametrize(("route", "input_tokens", "cached", "expected"), [
+    # OpenAI's prompt tokens include the cached ones; cached input at 0.5x (policy.pricing).
+    ("openai", 1500, 1024, 476 + 512.0),
+    # Anthropic's input tokens exclude cache reads; reads at 0.1x.
+    ("anthropic", 476, 1024, 476 + 102.4),
+    ("openai", 1500, None, 1500.0),
+    # No usage reported (the scripted models): the assembled tokens, uncached.
+    ("scripted", None, None, 321.0),
+    # A route the price table does not know: its cache reads are billed uncached, on top of its input.
+    ("mystery", 100, 40, 140.0),
+])
+def test_billed_input_units(route: str, input_tokens: int | None, cached: int | None, expected: float) -> None:
+    assert billed_input_units(route, input_tokens=input_tokens, cache_read_tokens=cached,
+                              assembled_tokens=321) == pytest.approx(expected)
 
 
-def test_a_metrics_port_in_use_is_logged_and_skipped(caplog: pytest.LogCaptureFixture) -> None:
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        with caplog.at_level(logging.WARNING, logger="dossier.telemetry"):
-            assert serve_metrics(taken.getsockname()[1], CollectorRegistry(), addr="127.0.0.1") is None
-    assert "runs without /metrics" in caplog.text
+def test_search_attributes_are_ids_and_enum_values_never_the_account() -> None:
+    attributes = {key.name: value for key, value in search_attributes(SCOPE, RuntimeKind.CHAT, "part-1")}
+    assert attributes == {"DossierConversationId": "conv-1", "DossierBranchId": "branch-1",
+                          "DossierParticipantId": "part-1", "DossierRuntimeKind": "chat"}
+    assert set(attributes) == set(SEARCH_ATTRIBUTE_NAMES)
+    batch = {key.name for key, _ in search_attributes(SCOPE, None)}
+    assert batch == {"DossierConversationId", "DossierBranchId"}
 
 
-def test_spans_go_where_the_settings_say(caplog: pytest.LogCaptureFixture) -> None:
-    assert span_exporter(Settings(tracing_exporter=None, otel_exporter_otlp_endpoint=None)) is None
-    assert span_exporter(Settings(tracing_exporter="none", otel_exporter_otlp_endpoint="http://h:4318")) is None
-    assert isinstance(span_exporter(Settings(tracing_exporter="console")), ConsoleSpanExporter)
+def test_summaries_join_parts_and_stay_one_short_line() -> None:
+    assert workflow_summary("agent turn", SCOPE, RuntimeKind.CHAT, "http://inspector:1/") == (
+        "agent turn · chat · http://inspector:1/conversations/conv-1")
+    assert workflow_summary("discussion", SCOPE, RuntimeKind.DISCUSSION, None, "2 rounds") == (
+        "discussion · discussion · 2 rounds")
+    assert summary("a", None, 3) == "a · 3"
+    assert len(summary("x" * 1000)) == SUMMARY_MAX_CHARS
+
+
+def test_dev_server_args_register_every_attribute_as_keyword() -> None:
+    args = dev_server_args()
+    assert args[0::2] == ["--search-attribute"] * len(SEARCH_ATTRIBUTE_NAMES)
+    assert args[1::2] == [f"{name}=Keyword" for name in SEARCH_ATTRIBUTE_NAMES]
+
+
+def test_the_exporter_follows_the_settings(caplog: pytest.LogCaptureFixture) -> None:
+    assert span_exporter(Settings(_env_file=None)) is None
+    assert isinstance(span_exporter(Settings(_env_file=None, tracing_exporter="console")), ConsoleSpanExporter)
+    assert span_exporter(Settings(_env_file=None, tracing_exporter="none",
+                                  otel_exporter_otlp_endpoint="http://collector:4318")) is None
     try:
         import opentelemetry.exporter.otlp.proto.http.trace_exporter  # noqa: F401
-    except ImportError:  # not a dependency: OTLP export is then refused with a warning, never silently
+    except ImportError:
         with caplog.at_level(logging.WARNING, logger="dossier.telemetry"):
-            assert span_exporter(Settings(otel_exporter_otlp_endpoint="http://h:4318")) is None
-        assert "spans are not exported" in caplog.text
-    else:
-        assert span_exporter(Settings(otel_exporter_otlp_endpoint="http://h:4318")) is not None
+            assert span_exporter(Settings(_env_file=None, otel_exporter_otlp_endpoint="http://collector:4318")) is None
+        assert "opentelemetry-exporter-otlp-proto-http" in caplog.text
+    else:  # pragma: no cover - depends on the environment
+        assert span_exporter(Settings(_env_file=None, otel_exporter_otlp_endpoint="http://collector:4318"))
+
+
+def test_metrics_port_zero_serves_nothing_and_a_taken_port_is_skipped(caplog: pytest.LogCaptureFixture) -> None:
+    metrics = RuntimeMetrics()
+    assert serve_metrics(0, metrics.registry) is None
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", 0))
+        squatter.listen()
+        port = squatter.getsockname()[1]
+        with caplog.at_level(logging.WARNING, logger="dossier.telemetry"):
+            assert serve_metrics(port, metrics.registry, addr="127.0.0.1") is None
+    assert "without /metrics" in caplog.text
+    server = serve_metrics(port, metrics.registry, addr="127.0.0.1")
+    assert server is not None
+    try:
+        metrics.provider_errors.labels("openai", "RateLimitedError").inc()
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
+            body = response.read().decode()
+        assert 'dossier_provider_errors_total{error="RateLimitedError",route="openai"} 1.0' in body
+    finally:
+        server.shutdown()
+
+
+def test_inspector_links_default_to_the_embedded_inspector() -> None:
+    assert Settings(_env_file=None, inspector_port=8300).inspector_base_url() == "http://127.0.0.1:8300"
+    assert Settings(_env_file=None, inspector_url="https://inspect.example/").inspector_base_url() == (
+        "https://inspect.example")
+
+
+def test_settings_validate_the_metrics_port() -> None:
+    assert Settings(_env_file=None, metrics_port=0).metrics_port == 0
+    with pytest.raises(ValueError):
+        Settings(_env_file=None, metrics_port=70000)
+
+
+def test_metrics_bind_this_host_only_unless_told() -> None:
+    assert Settings.model_fields["metrics_address"].default == "127.0.0.1"
+    assert Settings.model_fields["metrics_port"].default == 9464
