@@ -380,7 +380,7 @@ async def _walk(session: Any, account_id: str, ref: str, links: dict[tuple[str, 
             add(ProvenanceLink(kind="skill", id=state.id, label=state.skill, detail={"active": state.active}))
             await _context(session, account_id, None, state.branch_id, state.participant_id, links)
         elif kind == "user_memory":
-            memory = await _user_memory(session, account_id, record_id)
+            memory = await user_memories.get_user_memory(session, account_id, record_id)
             add(ProvenanceLink(kind="user_memory", id=memory.id, label="user memory",
                                detail={"participant_id": memory.participant_id}))
     except NotFoundError:
@@ -417,17 +417,11 @@ async def _context(session: Any, account_id: str, model_run_id: str | None, bran
             pass
 
 
-async def _user_memory(session: Any, account_id: str, memory_id: str) -> Any:
-    for memory in await user_memories.list_user_memories(session, account_id, limit=10_000):
-        if memory.id == memory_id:
-            return memory
-    raise NotFoundError("user_memory", memory_id)
-
-
 _GETTERS = {
     "memory": tool_memories.get_tool_memory, "artifact": tool_store.get_artifact,
     "tool_call": tool_store.get_tool_call, "message": messages.get_message,
-    "checkpoint": checkpoints.get_checkpoint, "skill": skills.get_skill_state, "user_memory": _user_memory,
+    "checkpoint": checkpoints.get_checkpoint, "skill": skills.get_skill_state,
+    "user_memory": user_memories.get_user_memory,
 }
 """Account-scoped getters of each kind of record why-not accepts."""
 
