@@ -1,4 +1,5 @@
-# The Dossier worker image (also runs the `dossier` CLI via `docker compose exec worker dossier ...`).
+# The Dossier worker image (also runs the `dossier` CLI via `docker compose exec worker dossier ...`, and the
+# compose `inspector` service as `dossier inspector --host 0.0.0.0`: its templates and stylesheet are package data).
 #
 # Two stages so the runtime image holds the *installed* package and nothing of
 # the source tree: the code that runs in production is the code a wheel ships

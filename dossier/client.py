@@ -68,6 +68,7 @@ from dossier import audit
 from dossier.agents import AgentDefinition, AgentsFile, agents_for
 from dossier.runtime import agent_endpoints, agent_tools, model_providers, open_graph, temporal_client
 from dossier.services import ensure_services, services_status
+from dossier.services import inspector as inspector_service
 from dossier.settings import Settings
 from policy.enums import MessageRole, RuntimeKind, ToolCallStatus, VisibilityScope
 from policy.records import ToolCallRecord, UserMemoryRecord
@@ -176,6 +177,8 @@ class DossierClient:
     _progress_shown: set[str] = field(default_factory=set)
 
     def __post_init__(self) -> None:
+        # The inspector the run summaries link to: resolved once, here, so every client links the same way.
+        self.settings = with_running_inspector(self.settings)
         if self.providers is None:
             self.providers = model_providers(self.settings)
         if self.agents is None:
@@ -1016,6 +1019,18 @@ def with_running_llm(settings: Settings) -> Settings:
         if row.name == "llm" and row.state == "running" and row.endpoint:
             return settings.model_copy(update={"local_model_url": row.endpoint.rstrip("/")})
     return settings
+
+
+def with_running_inspector(settings: Settings) -> Settings:
+    """``settings`` with ``INSPECTOR_URL`` resolved, when none is set: the summaries' inspector links.
+
+    The embedded inspector service's recorded URL while it runs (it takes a free port when
+    ``INSPECTOR_PORT`` is busy), else the address `dossier inspector` serves on by default.
+    """
+    if settings.inspector_url is not None:
+        return settings
+    return settings.model_copy(update={"inspector_url": inspector_service.running_url(settings)
+                                       or settings.inspector_base_url()})
 
 
 def check_text(text: str, what: str = "message", *, max_bytes: int) -> str:

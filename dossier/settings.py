@@ -151,7 +151,8 @@ class Settings(BaseSettings):
 
     inspector_url: str | None = None
     """Base URL of the inspector that run summaries in the Temporal UI link to (`/conversations/<id>`,
-    `/runs/<id>`); unset means `http://127.0.0.1:<INSPECTOR_PORT>`, the embedded inspector's address."""
+    `/runs/<id>`); unset means the embedded inspector service's URL while it runs (`dossier services up`: it
+    may have taken another port than `INSPECTOR_PORT`), else `http://127.0.0.1:<INSPECTOR_PORT>`."""
 
     metrics_port: int = Field(default=9464, ge=0, le=65535)
     """Port on which the worker serves Prometheus metrics (`/metrics`); 0 serves none. A taken port is

@@ -20,6 +20,8 @@ from policy.lines import escape_invisible
 
 MESSAGE_CHARS = 2000
 """Human output shows each provider message up to this many characters (``--json`` shows all)."""
+BRIEF_ROWS = 3
+"""The brief form of explain (the demo's) shows this many included and omitted records of each."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -114,7 +116,9 @@ def _diff(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------- human output
 
 
-def _show_explanation(result: Any) -> None:
+def _show_explanation(result: Any, *, brief: bool = False) -> None:
+    """Explain's human form; ``brief`` leaves out the messages and the trace and shows :data:`BRIEF_ROWS` records
+    of each list (the counts stay whole)."""
     _print(f"model run     {result.model_run_id or '-'}  (assembly {result.assembly_id})")
     _print(f"policy        {result.policy_version}  assembler {result.assembler_version}")
     _print(f"route         {result.provider_route}  kind {result.runtime_kind}  snapshot seq {result.snapshot_seq}")
@@ -123,9 +127,12 @@ def _show_explanation(result: Any) -> None:
     if result.epoch:
         state = "started" if result.epoch.get("started") else "continued"
         _print(f"epoch         {result.epoch.get('epoch_id', '')} {state}: {result.epoch.get('reason', '')}")
-    _print()
-    _print(f"== context as sent ({len(result.messages)} messages)")
-    for index, message in enumerate(result.messages):
+    if brief:
+        _print(f"context       {len(result.messages)} messages as sent (`dossier explain` prints them)")
+    else:
+        _print()
+        _print(f"== context as sent ({len(result.messages)} messages)")
+    for index, message in enumerate(() if brief else result.messages):
         _print(f"[{index}] {message.get('role')}:")
         body = str(message.get("content") or "")
         for call in message.get("tool_calls") or ():
@@ -136,26 +143,30 @@ def _show_explanation(result: Any) -> None:
         _print(textwrap.indent(body, "    "))
     _print()
     _print(f"== included ({len(result.included)})")
-    for row in result.included:
+    for row in _rows(result.included, brief):
         where = f" in message(s) {', '.join(map(str, row.messages))}" if row.messages else ""
         _print(f"{row.ref}  {row.outcome} by {row.rule}: {row.reason}{where}")
         chain = " <- ".join(f"{link.kind} {link.label or link.id[:8]}".strip() for link in row.provenance)
         if chain:
             _print(f"    provenance: {chain}")
-    if result.rehydrations:
+    if brief and len(result.included) > BRIEF_ROWS:
+        _print(f"... and {len(result.included) - BRIEF_ROWS} more")
+    if result.rehydrations and not brief:
         _print()
         _print(f"== rehydrations and first reads ({len(result.rehydrations)})")
         for row in result.rehydrations:
             _print(f"{row.ref}  {row.kind}{' ' + row.slice if row.slice else ''}: {row.reason}")
     _print()
     _print(f"== omitted ({len(result.omitted)})")
-    for row in result.omitted:
+    for row in _rows(result.omitted, brief):
         _print(f"{row.ref}  {row.omission or row.outcome} by {row.rule}: {row.reason}")
+    if brief and len(result.omitted) > BRIEF_ROWS:
+        _print(f"... and {len(result.omitted) - BRIEF_ROWS} more")
     counts = ", ".join(f"{reason} {count}" for reason, count in sorted(result.omission_counts.items()))
     _print(f"omission counts: {counts or 'none'}")
     for note in result.notes:
         _print(f"note: {note.ref} {note.outcome}: {note.reason}")
-    if result.trace is not None:
+    if result.trace is not None and not brief:
         _print()
         _print(f"== trace ({len(result.trace)} rows)")
         if result.trace_note:
@@ -163,6 +174,10 @@ def _show_explanation(result: Any) -> None:
         for row in result.trace:
             _print(f"{row.ref}  {row.rule} -> {row.outcome}{' (' + row.omission + ')' if row.omission else ''}: "
                    f"{row.reason}")
+
+
+def _rows(rows: list[Any], brief: bool) -> list[Any]:
+    return rows[:BRIEF_ROWS] if brief else rows
 
 
 def _show_why_not(result: Any) -> None:

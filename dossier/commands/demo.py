@@ -9,7 +9,10 @@ through real workflows and real tools: a multi-step analysis turn, a
 deferred file picker answered by the "user", a branch send, a multi-model
 turn, a subagent batch with parent resume, a moderated discussion and a
 scheduled job. It prints the transcript, each model call's legacy vs
-assembled tokens, and where to inspect the runs in the Temporal UI.
+assembled tokens, and where to inspect the runs in the Temporal UI. It ends with
+the session's audit trail (see :mod:`dossier.commands.demo_audit`): ``explain`` of
+a model run, ``why-not`` of a record it kept out, the inspector's login URL and
+the Temporal UI search for the conversation's workflows.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from datetime import timedelta
 
 from dossier.client import DossierClient, TurnOutcome
 from dossier.commands.agent import _run
+from dossier.commands.demo_audit import audit_trail
 from dossier.commands.demo_local import local_session
 from dossier.services import FULL_STACK, ensure_services
 from dossier.settings import Settings
@@ -153,6 +157,9 @@ async def _demo(args: argparse.Namespace) -> int:
                             job.workflow_id):
             _say(client.ui_url(workflow_id) or workflow_id)
         _say(f"conversation {conversation}; `dossier runs --conversation {conversation}` lists every run")
+
+        _section("Audit trail: what one model call saw, what it did not see and why, and where to read more")
+        await audit_trail(client, conversation, _say)
         if args.json:
             print(json.dumps([row.to_json() for row in rows], indent=2))
     return 0

@@ -16,7 +16,6 @@ import asyncio
 import sys
 
 from dossier.client import ACCOUNT_FILE, InvalidInputError, check_id
-from dossier.services.state import read_state
 from dossier.settings import Settings
 from store.errors import NotFoundError
 
@@ -40,20 +39,30 @@ def _handler(args: argparse.Namespace) -> int:
     # The web stack (uvicorn, starlette) is imported only here: every other command starts without it.
     from dossier.inspector.auth import load_secret
     from dossier.inspector.serve import login_url, serve
+    from dossier.services.inspector import running_url
 
     settings = Settings()
+    missing = ""
     try:
-        account = asyncio.run(_account(settings, args.account))
+        account: str | None = asyncio.run(_account(settings, args.account))
     except (InvalidInputError, NotFoundError) as error:
-        print(f"dossier: error: {error}", file=sys.stderr)
-        return 2
+        if args.url or args.account is not None:
+            print(f"dossier: error: {error}", file=sys.stderr)
+            return 2
+        # Serving needs no account: a fresh installation (a new compose stack) serves, and prints how to sign in.
+        account, missing = None, str(error)
     secret = load_secret(settings.dossier_home)
     if args.url:
-        print(login_url(_running_base(settings) or f"http://{args.host}:{args.port or settings.inspector_port}",
+        assert account is not None
+        print(login_url(running_url(settings) or f"http://{args.host}:{args.port or settings.inspector_port}",
                         secret, account))
         return 0
 
     def ready(base: str) -> None:
+        if account is None:
+            print(f"inspector: {base}\nno login URL yet: {missing}; then `dossier inspector --url` prints one",
+                  flush=True)
+            return
         print(f"inspector: {base}\nlogin URL for account {account}:\n{login_url(base, secret, account)}", flush=True)
 
     asyncio.run(serve(settings, host=args.host, port=args.port, ready=ready))
@@ -76,13 +85,3 @@ async def _account(settings: Settings, given: str | None) -> str:
     async with open_graph(settings) as deps, deps.sessions() as session:
         return await conversations.get_account(session, account)
 
-
-def _running_base(settings: Settings) -> str | None:
-    """The embedded inspector service's URL while it runs."""
-    from dossier.services.inspector import InspectorRecord
-
-    record = read_state(settings.dossier_home).get("inspector")
-    if not record:
-        return None
-    found = InspectorRecord.model_validate(record)
-    return found.url if found.is_running() else None

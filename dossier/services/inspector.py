@@ -4,7 +4,8 @@ Started after Postgres and S3 (and Temporal and the worker, when they are
 wanted too), with their addresses in its environment, like the worker. It
 prefers ``INSPECTOR_PORT`` (8234) and falls back to a free port when that one
 is taken; it is ready when ``/healthz`` answers. ``dossier inspector --url``
-prints a login URL for it.
+prints a login URL for it, and the client links run summaries in the Temporal
+UI to it (:func:`running_url`) unless ``INSPECTOR_URL`` names another one.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 from dossier.services.models import Endpoints, ServiceStatus
 from dossier.services.process import LOCALHOST, ProcessRecord, free_ports, port_is_free, spawn, stop_recorded
 from dossier.services.process import terminate, wait_healthy
+from dossier.services.state import read_state
 from dossier.services.worker import worker_environment
 from dossier.settings import Settings
 
@@ -81,6 +83,18 @@ def start(settings: Settings, record: dict[str, Any] | None, endpoints: Endpoint
         terminate(handle)
         raise
     return new
+
+
+def running_url(settings: Settings) -> str | None:
+    """The running inspector service's base URL, from the state file (``None`` while it does not run).
+
+    The service may have fallen back to a free port: this is the port it really serves on.
+    """
+    record = read_state(settings.dossier_home).get(NAME)
+    if not record:
+        return None
+    found = InspectorRecord.model_validate(record)
+    return found.url if found.is_running() else None
 
 
 def stop(settings: Settings, record: dict[str, Any] | None) -> bool:

@@ -263,6 +263,85 @@ async def test_the_service_serves_the_login_url_the_cli_prints(accounts: tuple[A
         assert await asyncio.to_thread(stop_services, settings, ["inspector"]) == ["inspector"]
 
 
+async def test_a_fresh_installation_serves_and_says_how_to_sign_in(database_url: str, endpoints, s3_bucket: str,
+                                                                    tmp_path):
+    """`dossier inspector` with no account yet (a new compose stack) serves, rather than exiting with an error."""
+    import asyncio
+    import os
+    import subprocess
+    import sys
+
+    from dossier.services.process import free_ports
+
+    port = free_ports(1)[0]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_URL", "S3_", "TEMPORAL_", "DOSSIER_"))}
+    env.update(DOSSIER_HOME=str(tmp_path), DATABASE_URL=database_url, S3_ENDPOINT=endpoints.s3_endpoint,
+               S3_ACCESS_KEY=endpoints.s3_access_key, S3_SECRET_KEY=endpoints.s3_secret_key, S3_BUCKET=s3_bucket)
+    server = subprocess.Popen([sys.executable, "-m", "dossier.cli", "inspector", "--port", str(port)], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert server.stdout is not None
+        first = await asyncio.to_thread(server.stdout.readline)
+        second = await asyncio.to_thread(server.stdout.readline)
+        assert first.strip() == f"inspector: http://127.0.0.1:{port}", server.stderr.read() if not first else first
+        assert second.startswith("no login URL yet: this installation has no account yet")
+        async with httpx.AsyncClient() as http:
+            assert (await http.get(f"http://127.0.0.1:{port}/healthz")).status_code == 200
+    finally:
+        server.terminate()
+        await asyncio.to_thread(server.wait)
+    # Printing a login URL still needs an account.
+    refused = await asyncio.to_thread(subprocess.run, [sys.executable, "-m", "dossier.cli", "inspector", "--url"],
+                                      capture_output=True, text=True, env=env)
+    assert refused.returncode == 2 and "has no account yet" in refused.stderr
+
+
+async def test_run_summaries_link_to_the_service_on_the_port_it_took(temporal_env: WorkflowEnvironment,
+                                                                     graph_deps: GraphDeps, database_url: str,
+                                                                     endpoints, s3_bucket: str, tmp_path):
+    """Without ``INSPECTOR_URL``, a turn's Temporal summary and memo link to the running service's real port."""
+    import asyncio
+    import socket
+
+    from dossier.client import with_running_inspector
+    from dossier.services import ensure_services, stop_services
+    from dossier.services.process import free_ports
+    from workflows.visibility import INSPECTOR_MEMO
+
+    preferred = free_ports(1)[0]
+    settings = Settings(dossier_home=tmp_path, database_url=database_url, s3_endpoint=endpoints.s3_endpoint,
+                        s3_access_key=endpoints.s3_access_key, s3_secret_key=endpoints.s3_secret_key,
+                        s3_bucket=s3_bucket, inspector_port=preferred,
+                        temporal_task_queue=f"inspector-link-{uuid.uuid4().hex[:8]}")
+    assert settings.inspector_url is None
+    assert with_running_inspector(settings).inspector_url == f"http://127.0.0.1:{preferred}"  # nothing runs yet
+    busy = socket.socket()  # the preferred port is taken: the service falls back to a free one
+    busy.bind(("127.0.0.1", preferred))
+    busy.listen()
+    try:
+        await asyncio.to_thread(ensure_services, settings, ["inspector"])
+        async with graph_deps.sessions() as session, session.begin():
+            account_id = await conversations.create_account(session, name="inspector links")
+        client = DossierClient(deps=graph_deps, temporal=temporal_env.client, settings=settings,
+                               account_id=account_id, poll_seconds=0.2)
+        base = client.settings.inspector_url
+        assert base is not None and base.startswith("http://127.0.0.1:") and base != f"http://127.0.0.1:{preferred}"
+        async with build_worker(temporal_env.client, graph_deps, task_queue=settings.temporal_task_queue,
+                                workflow_failure_exception_types=[Exception]):
+            outcome = await client.chat("Which region drove Q3 2026 revenue?")
+        described = await temporal_env.client.get_workflow_handle(outcome.workflow_id).describe()
+        assert await described.static_summary() == f"agent turn · chat · {base}/conversations/{outcome.conversation_id}"
+        assert (await described.memo())[INSPECTOR_MEMO] == base
+        async with httpx.AsyncClient() as http:  # the link's base is the inspector itself
+            assert (await http.get(f"{base}/healthz")).status_code == 200
+        # A URL set explicitly wins over the running service.
+        assert with_running_inspector(settings.model_copy(update={"inspector_url": "http://inspector.example"})
+                                      ).inspector_url == "http://inspector.example"
+    finally:
+        busy.close()
+        assert await asyncio.to_thread(stop_services, settings, ["inspector"]) == ["inspector"]
+
+
 async def test_the_isolation_prober_covers_every_page_and_counts_one_that_reads_with_the_owners_account(
         accounts: tuple[Account, Account], graph_deps: GraphDeps, settings: Settings, endpoints,
         monkeypatch: pytest.MonkeyPatch):

@@ -80,8 +80,10 @@ CONFINED: dict[str, frozenset[str]] = {
     "starlette": frozenset({"dossier.inspector"}),
     "jinja2": frozenset({"dossier.inspector"}),
     "uvicorn": frozenset({"dossier.inspector"}),
-    # The inspector itself: its own modules, the command that serves it and the hardening suite's prober.
-    "dossier.inspector": frozenset({"dossier.inspector", "dossier.commands.inspector", "harness"}),
+    # The inspector itself: its own modules, the command that serves it, the demo's closing audit trail (it
+    # prints a login URL, inside a function) and the hardening suite's prober.
+    "dossier.inspector": frozenset({"dossier.inspector", "dossier.commands.inspector", "dossier.commands.demo_audit",
+                                    "harness"}),
 }
 """Modules and libraries that only the named modules (and the modules under them) may import."""
 

@@ -54,13 +54,14 @@ WORKER_ENV = (
 NOT_SETTINGS = {"TIKTOKEN_CACHE_DIR"}
 """Worker variables read by a library (tiktoken), not by `Settings`."""
 
-REQUIRED_SERVICES = {"postgres", "temporal", "temporal-ui", "minio", "minio-init", "worker"}
+REQUIRED_SERVICES = {"postgres", "temporal", "temporal-ui", "minio", "minio-init", "worker", "inspector"}
 
 ALLOWED_HOST_PORTS = {
     "8233": "temporal-ui",  # Temporal Web UI
     "7233": "temporal",  # Temporal frontend, for host-side CLI/SDK clients
     "9001": "minio",  # MinIO console
     "5433": "postgres",  # the graph database, for psql/backups from the host
+    "8234": "inspector",  # the web inspector (a login URL is its only key)
 }
 """The only host ports the stack may publish, and the service behind each."""
 
@@ -561,6 +562,75 @@ def test_third_party_images_are_pinned(services: dict[str, dict[str, Any]]) -> N
         image = service["image"]
         repository, _, tag = image.rpartition(":")
         assert repository and tag and tag != "latest", f"{name}: pin {image!r} to a version"
+
+
+# ---------------------------------------------------------------- the inspector
+
+
+def _host_port(service: dict[str, Any], container_port: str) -> str:
+    """The host port a service publishes ``container_port`` on."""
+    for port in service.get("ports") or []:
+        _, host_port, inner = with_defaults(port).split(":")
+        if inner == container_port:
+            return host_port
+    raise AssertionError(f"container port {container_port} is not published")
+
+
+def test_the_inspector_runs_from_the_worker_image_on_all_interfaces_of_its_container(
+        services: dict[str, dict[str, Any]]) -> None:
+    inspector, worker = services["inspector"], services["worker"]
+    assert inspector["command"] == ["dossier", "inspector", "--host", "0.0.0.0"]
+    assert inspector["image"] == worker["image"] and inspector["build"] == worker["build"]
+    scripts = tomllib.loads(PYPROJECT.read_text())["project"]["scripts"]
+    assert scripts["dossier"] == "dossier.cli:main", "the command needs the `dossier` console script in the image"
+    port = with_defaults(env_of(inspector)["INSPECTOR_PORT"])
+    assert _host_port(inspector, port) == "8234"
+    probe = " ".join(inspector["healthcheck"]["test"])
+    assert f"127.0.0.1:{port}/healthz" in probe
+
+
+def test_the_inspector_reads_the_workers_store_and_checks_its_login_urls(
+        services: dict[str, dict[str, Any]], monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Same store and namespace as the worker, and the same DOSSIER_HOME volume: the secret that signs the login
+    URL `docker compose exec worker dossier inspector --url` prints, and the CLI's account id."""
+    inspector, worker = env_of(services["inspector"]), env_of(services["worker"])
+    for name in ("DATABASE_URL", "S3_ENDPOINT", "S3_ACCESS_KEY", "S3_SECRET_KEY", "S3_REGION", "S3_SECURE",
+                 "S3_BUCKET", "TEMPORAL_NAMESPACE", "TIKTOKEN_ENCODING", "TIKTOKEN_CACHE_DIR", "DOSSIER_HOME"):
+        assert inspector.get(name) == worker[name], f"inspector and worker differ on {name}"
+    home = with_defaults(inspector["DOSSIER_HOME"])
+    volume = next(v for v in services["worker"]["volumes"] if v.split(":")[1] == home)
+    assert volume in services["inspector"]["volumes"], "the inspector must share the worker's DOSSIER_HOME volume"
+    depends = dependencies(services["inspector"])
+    assert depends.get("migrate") == depends.get("minio-init") == "service_completed_successfully"
+    resolved = {key: with_defaults(value) for key, value in inspector.items()}
+    unknown = sorted(set(resolved) - {name.upper() for name in Settings.model_fields} - NOT_SETTINGS)
+    assert not unknown, f"inspector variables that Settings does not read: {unknown}"
+    for key, value in resolved.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.chdir(tmp_path)
+    settings = Settings(_env_file=None)
+    assert settings.inspector_port == 8234 and settings.temporal_ui_url == "http://127.0.0.1:8233"
+
+
+def test_links_point_where_the_hosts_browser_finds_them(services: dict[str, dict[str, Any]]) -> None:
+    """Summaries the worker writes link to the published inspector; the inspector links to the published UI."""
+    worker, inspector = env_of(services["worker"]), env_of(services["inspector"])
+    inspector_url = with_defaults(worker["INSPECTOR_URL"])
+    assert inspector_url == f"http://127.0.0.1:{_host_port(services['inspector'], '8234')}"
+    ui_url = with_defaults(inspector["TEMPORAL_UI_URL"])
+    assert ui_url == f"http://127.0.0.1:{_host_port(services['temporal-ui'], '8080')}"
+
+
+def test_the_wheel_ships_the_inspectors_templates_and_static_files() -> None:
+    """Every template and static file matches a package-data pattern (the image installs the wheel, not the tree)."""
+    patterns = tomllib.loads(PYPROJECT.read_text())["tool"]["setuptools"]["package-data"]["dossier"]
+    package = REPO / "dossier"
+    files = [p for folder in ("inspector/templates", "inspector/static") for p in (package / folder).iterdir()
+             if p.is_file()]
+    assert any(p.suffix == ".html" for p in files) and any(p.suffix == ".css" for p in files)
+    for path in files:
+        relative = path.relative_to(package).as_posix()
+        assert any(fnmatch.fnmatch(relative, pattern) for pattern in patterns), f"{relative} is not package data"
 
 
 # ---------------------------------------------------------------- the image
