@@ -40,7 +40,7 @@ from policy.records import PolicyDecisionRecord, canonical_json
 from policy.tokens import MESSAGE_OVERHEAD_TOKENS, TokenCounter
 from store import branches, checkpoints, conversations, messages, skills, tool_memories, user_memories
 from store import tools as tool_store
-from store.assemblies import get_context_assembly, list_context_assemblies
+from store.assemblies import get_context_assembly, list_context_assemblies, previous_call_id
 from activities.replay import recompute_assembly
 from policy.errors import UnknownPolicyVersionError
 from policy.versions import policy_by_name
@@ -641,15 +641,10 @@ async def _previous_call(deps: GraphDeps, account_id: str, stored: StoredContext
         NotFoundError: ``stored`` is the participant's first call on the branch.
     """
     async with deps.sessions() as session:
-        rows = await list_context_assemblies(session, account_id, conversation_id=stored.conversation_id,
-                                             limit=10_000)
-        earlier = [a for a in rows if a.branch_id == stored.branch_id and a.participant_id == stored.participant_id
-                   and a.id != stored.id and (a.record.snapshot_seq, a.created_at) < (stored.record.snapshot_seq,
-                                                                                    stored.created_at)]
-        if not earlier:
+        previous = await previous_call_id(session, account_id, stored)
+        if previous is None:
             raise NotFoundError("earlier call of the participant before model_run", stored.model_run_id or stored.id)
-        latest = max(earlier, key=lambda a: (a.record.snapshot_seq, a.created_at, a.id))
-        return await get_context_assembly(session, account_id, latest.id, with_messages=True)
+        return await get_context_assembly(session, account_id, previous, with_messages=True)
 
 
 async def diff(deps: GraphDeps, account_id: str, model_run_id: str, other_model_run_id: str | None = None, *,
