@@ -10,7 +10,7 @@ reads.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 from activities.deps import GraphDeps

@@ -40,7 +40,7 @@ from policy.records import PolicyDecisionRecord, canonical_json
 from policy.tokens import MESSAGE_OVERHEAD_TOKENS, TokenCounter
 from store import branches, checkpoints, conversations, messages, skills, tool_memories, user_memories
 from store import tools as tool_store
-from store.assemblies import get_context_assembly, list_context_assemblies
+from store.assemblies import get_context_assembly, list_context_assemblies, previous_call_id
 from activities.replay import recompute_assembly
 from policy.errors import UnknownPolicyVersionError
 from policy.versions import policy_by_name
@@ -380,7 +380,7 @@ async def _walk(session: Any, account_id: str, ref: str, links: dict[tuple[str, 
             add(ProvenanceLink(kind="skill", id=state.id, label=state.skill, detail={"active": state.active}))
             await _context(session, account_id, None, state.branch_id, state.participant_id, links)
         elif kind == "user_memory":
-            memory = await _user_memory(session, account_id, record_id)
+            memory = await user_memories.get_user_memory(session, account_id, record_id)
             add(ProvenanceLink(kind="user_memory", id=memory.id, label="user memory",
                                detail={"participant_id": memory.participant_id}))
     except NotFoundError:
@@ -417,17 +417,11 @@ async def _context(session: Any, account_id: str, model_run_id: str | None, bran
             pass
 
 
-async def _user_memory(session: Any, account_id: str, memory_id: str) -> Any:
-    for memory in await user_memories.list_user_memories(session, account_id, limit=10_000):
-        if memory.id == memory_id:
-            return memory
-    raise NotFoundError("user_memory", memory_id)
-
-
 _GETTERS = {
     "memory": tool_memories.get_tool_memory, "artifact": tool_store.get_artifact,
     "tool_call": tool_store.get_tool_call, "message": messages.get_message,
-    "checkpoint": checkpoints.get_checkpoint, "skill": skills.get_skill_state, "user_memory": _user_memory,
+    "checkpoint": checkpoints.get_checkpoint, "skill": skills.get_skill_state,
+    "user_memory": user_memories.get_user_memory,
 }
 """Account-scoped getters of each kind of record why-not accepts."""
 
@@ -647,15 +641,10 @@ async def _previous_call(deps: GraphDeps, account_id: str, stored: StoredContext
         NotFoundError: ``stored`` is the participant's first call on the branch.
     """
     async with deps.sessions() as session:
-        rows = await list_context_assemblies(session, account_id, conversation_id=stored.conversation_id,
-                                             limit=10_000)
-        earlier = [a for a in rows if a.branch_id == stored.branch_id and a.participant_id == stored.participant_id
-                   and a.id != stored.id and (a.record.snapshot_seq, a.created_at) < (stored.record.snapshot_seq,
-                                                                                    stored.created_at)]
-        if not earlier:
+        previous = await previous_call_id(session, account_id, stored)
+        if previous is None:
             raise NotFoundError("earlier call of the participant before model_run", stored.model_run_id or stored.id)
-        latest = max(earlier, key=lambda a: (a.record.snapshot_seq, a.created_at, a.id))
-        return await get_context_assembly(session, account_id, latest.id, with_messages=True)
+        return await get_context_assembly(session, account_id, previous, with_messages=True)
 
 
 async def diff(deps: GraphDeps, account_id: str, model_run_id: str, other_model_run_id: str | None = None, *,

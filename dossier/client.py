@@ -929,8 +929,7 @@ class DossierClient:
             InvalidInputError: a malformed id.
             UnknownIdError: the record or the run is not this account's.
         """
-        kind, _, bare = record_id.rpartition(":")  # a bare id, or ``<kind>:<id>`` as decisions name records
-        record_id = f"{kind}:{check_id(bare, 'record')}" if kind else check_id(bare, "record")
+        record_id = check_record_ref(record_id)
         model_run_id = check_id(model_run_id, "model run")
         return await _known(audit.why_not(self.deps, self.account_id, record_id, model_run_id))
 
@@ -1086,6 +1085,20 @@ def check_id(value: str | None, what: str) -> str | None:
         raise InvalidInputError(f"{shown} is not a valid id (a {what} id is a UUID)") from None
 
 
+def check_record_ref(value: str) -> str:
+    """A record as why-not takes it: a bare id, or ``<kind>:<id>`` as explain and the decisions name records.
+
+    Returns:
+        The id in canonical form, behind its kind when it had one.
+
+    Raises:
+        InvalidInputError: the id part is not a UUID.
+    """
+    kind, _, bare = value.rpartition(":")
+    record_id = check_id(bare, "record")
+    return f"{kind}:{record_id}" if kind else str(record_id)
+
+
 _REMEMBER_NAMESPACE = uuid.UUID("0b7e2f5c-3a41-4c6e-9d2b-7f18c0a5e931")
 
 
@@ -1164,4 +1177,5 @@ async def _local_account(deps: GraphDeps, settings: Settings) -> str:
 
 
 __all__ = ["USAGE_KEYS", "AnswerRefusedError", "ClientError", "DossierClient", "InvalidInputError", "RunRow",
-           "TurnOutcome", "UnknownIdError", "check_id", "check_text", "default_name", "run_usage"]
+           "TurnOutcome", "UnknownIdError", "check_id", "check_record_ref", "check_text", "default_name",
+           "run_usage"]

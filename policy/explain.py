@@ -32,6 +32,7 @@ from policy.gates import Viewer, admit
 from policy.native import native_call_id
 from policy.pricing import price_for_route
 from policy.records import CandidateSet, PolicyDecisionRecord, canonical_json
+from policy.transcript import SPEAKER_SEPARATOR
 
 SHOWN = frozenset({DecisionOutcome.INCLUDED, DecisionOutcome.PROTECTED, DecisionOutcome.MARKED_STALE,
                    DecisionOutcome.REHYDRATED})
@@ -125,13 +126,30 @@ def where_shown(ref: str, messages: Sequence[Mapping[str, Any]], *, text: str | 
         The message indexes, ascending (empty when nothing names it).
     """
     keys = list(citation_keys(ref)) + [native_call_id(call_id) for call_id in tool_call_ids]
+    first = text.strip().splitlines()[0].strip() if text and text.strip() else None
     found = []
-    needle = (text or "").strip().splitlines()[0][:120] if text and text.strip() else None
     for index, message in enumerate(messages):
         body = message_text(message)
-        if any(key in body for key in keys) or (needle and needle in body):
+        if any(key in body for key in keys) or (first and any(_carries(line, first) for line in body.splitlines())):
             found.append(index)
     return found
+
+
+TEXT_MATCH_CHARS = 120
+"""A message's first line longer than this is matched on its first this many characters (a cut copy)."""
+
+
+def _carries(line: str, first: str) -> bool:
+    """Whether a provider message's ``line`` is a transcript message whose first line is ``first``: the whole
+    line, or after a speaker label (``Ada: ...``, :data:`policy.transcript.SPEAKER_SEPARATOR`); a long first
+    line may be cut. A short text ("ok") inside other words ("token", "okay") is not the message."""
+    line = line.strip()
+    if line == first or line.endswith(f"{SPEAKER_SEPARATOR}{first}"):
+        return True
+    if len(first) <= TEXT_MATCH_CHARS:
+        return False
+    needle = first[:TEXT_MATCH_CHARS]
+    return line.startswith(needle) or f"{SPEAKER_SEPARATOR}{needle}" in line
 
 
 # --------------------------------------------------------------------------- why not

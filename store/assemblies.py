@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import insert, select, tuple_, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from policy.enums import RuntimeKind
@@ -246,6 +246,27 @@ async def find_previous_assembly(
     if row is None or row.epoch is None:
         return None
     return row.id, _as_previous(row)
+
+
+@translate_errors
+async def previous_call_id(session: AsyncSession, account_id: str, assembly: StoredContextAssembly) -> str | None:
+    """The id of the same participant's assembly on the same branch just before ``assembly`` (its previous
+    call): the latest by ``(snapshot_seq, created_at)`` below ``assembly``'s, whatever its epoch.
+
+    Returns:
+        The id, or ``None`` when ``assembly`` is the participant's first on the branch.
+    """
+    return await session.scalar(
+        select(ContextAssembly.id).where(
+            ContextAssembly.account_id == account_id,
+            ContextAssembly.branch_id == assembly.branch_id,
+            ContextAssembly.participant_id == assembly.participant_id,
+            ContextAssembly.id != assembly.id,
+            tuple_(ContextAssembly.snapshot_seq, ContextAssembly.created_at)
+            < tuple_(assembly.record.snapshot_seq, assembly.created_at),
+        ).order_by(ContextAssembly.snapshot_seq.desc(), ContextAssembly.created_at.desc(), ContextAssembly.id.desc())
+        .limit(1)
+    )
 
 
 @translate_errors

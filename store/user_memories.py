@@ -75,6 +75,16 @@ async def put_user_memory(
 
 
 @translate_errors
+async def get_user_memory(session: AsyncSession, account_id: str, user_memory_id: str) -> UserMemoryRecord:
+    """A user memory by id.
+
+    Raises:
+        NotFoundError: no such user memory in the account.
+    """
+    return to_user_memory(await get_row(session, UserMemory, account_id, user_memory_id))
+
+
+@translate_errors
 async def list_user_memories(session: AsyncSession, account_id: str, *, limit: int = 100) -> list[UserMemoryRecord]:
     """The account's most recent user memories, oldest first.
 

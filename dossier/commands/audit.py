@@ -14,7 +14,7 @@ import argparse
 import textwrap
 from typing import Any
 
-from dossier.client import InvalidInputError, check_id
+from dossier.client import InvalidInputError, check_id, check_record_ref
 from dossier.commands.agent import _refusing, _run, _with_client
 from policy.lines import escape_invisible
 
@@ -33,7 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     explain.set_defaults(handler=_refusing(_explain))
 
     why = subparsers.add_parser("why-not", help="why a record was not in a model run's context (or where it was)")
-    why.add_argument("record_id", metavar="RECORD_ID", help="a memory, artifact, tool call or message id")
+    why.add_argument("record_id", metavar="RECORD_ID", help="a memory, artifact, tool call or message id, bare or as memory:ID (as explain prints it)")
     why.add_argument("model_run_id", metavar="MODEL_RUN_ID")
     why.add_argument("--json", action="store_true", help="print one JSON object")
     why.set_defaults(handler=_refusing(_why_not))
@@ -85,7 +85,7 @@ def _explain(args: argparse.Namespace) -> int:
 
 
 def _why_not(args: argparse.Namespace) -> int:
-    check_id(args.record_id, "record")
+    check_record_ref(args.record_id)
     check_id(args.model_run_id, "model run")
     async def work(client: Any) -> int:
         return _emit(await client.why_not(args.record_id, args.model_run_id), args, _show_why_not)

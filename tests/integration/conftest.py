@@ -24,13 +24,16 @@ from temporalio.testing import WorkflowEnvironment
 
 from activities.deps import GraphDeps
 from activities.tokens import token_counter
+from dossier.client import DossierClient
+from dossier.runtime import build_worker
 from dossier.runtime import graph_deps as runtime_graph_deps
 from dossier.services import Endpoints
 from dossier.services.process import find_binary
 from dossier.services.s3 import client as s3_client
 from dossier.visibility import dev_server_args
-from dossier.settings import to_asyncpg_url, with_database
+from dossier.settings import Settings, to_asyncpg_url, with_database
 from provider_server import ProviderServer
+from store import conversations
 from store.artifacts import ArtifactStore
 from store.db import create_engine, create_sessionmaker
 from store.migrate import upgrade
@@ -150,6 +153,22 @@ async def temporal_env() -> AsyncIterator[WorkflowEnvironment]:
         yield env
     finally:
         await env.shutdown()
+
+
+@pytest.fixture
+async def dossier(temporal_env: WorkflowEnvironment, graph_deps: GraphDeps) -> AsyncIterator[DossierClient]:
+    """A client in a fresh account, with an in-process worker on a fresh task queue (modules whose turns need
+    a model server or agents define their own ``dossier``)."""
+    task_queue = f"dossier-test-{uuid.uuid4().hex[:8]}"
+    async with graph_deps.sessions() as session, session.begin():
+        account_id = await conversations.create_account(session, name="integration test")
+    worker = build_worker(temporal_env.client, graph_deps, task_queue=task_queue,
+                          workflow_failure_exception_types=[Exception])
+    client = DossierClient(deps=graph_deps, temporal=temporal_env.client,
+                           settings=Settings(_env_file=None, temporal_task_queue=task_queue), account_id=account_id,
+                           poll_seconds=0.2)
+    async with worker:
+        yield client
 
 
 @pytest.fixture

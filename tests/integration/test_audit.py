@@ -391,3 +391,54 @@ async def test_a_real_tool_loop_turn_is_explained_with_model_runs_in_the_chain(t
     assert (step.before.model_run_id, step.after.model_run_id) == (runs[0], runs[1])
     assert step.shared_prefix_messages > 0 and step.added
     assert all(change.side == "added" for change in step.messages)
+
+
+async def test_why_not_finds_a_user_memory_however_many_the_account_has(graph_deps) -> None:
+    """A user memory is looked up by its id, not found by scanning the newest ones: an old memory of an
+    account with more than 10,000 is still a record of the account, and another account's stays unknown."""
+    from sqlalchemy import text
+
+    from store import conversations, user_memories
+
+    async with graph_deps.sessions() as session, session.begin():
+        account_id = await conversations.create_account(session, name="many user memories")
+        other_id = await conversations.create_account(session, name="another account")
+        oldest = await user_memories.put_user_memory(session, account_id, "prefers metric units")
+        foreign = await user_memories.put_user_memory(session, other_id, "the other account's memory")
+        await session.execute(text(
+            "INSERT INTO user_memories (id, account_id, seq, text) "
+            "SELECT CAST(gen_random_uuid() AS text), :account, 1 + s, 'later memory ' || s "
+            "FROM generate_series(1, 10000) AS s"), {"account": account_id})
+    assert await audit._record_ref(graph_deps, account_id, oldest.id) == f"user_memory:{oldest.id}"
+    assert await audit._record_ref(graph_deps, account_id, f"user_memory:{oldest.id}") == f"user_memory:{oldest.id}"
+    for asked in (foreign.id, f"user_memory:{foreign.id}"):
+        with pytest.raises(audit.NotFoundError):
+            await audit._record_ref(graph_deps, account_id, asked)
+
+
+async def test_diff_finds_the_previous_call_behind_ten_thousand_later_assemblies(graph_deps) -> None:
+    """The previous call is one indexed query, not the newest 10,000 assemblies of the conversation searched."""
+    from sqlalchemy import text
+
+    from store.models import ContextAssembly
+
+    outcome = await run_scenario(scenario("stale_connected_app_memory"), graph_deps)
+    async with graph_deps.sessions() as session, session.begin():
+        await messages.append_message(session, outcome.account_id, outcome.conversation_id,
+                                      outcome.boundary.branch_id, role=MessageRole.USER, content="And on Sunday?")
+        run = await messages.start_model_run(session, outcome.account_id, outcome.conversation_id,
+                                             outcome.boundary.branch_id, outcome.boundary.participant_id)
+    boundary = outcome.boundary.model_copy(update={"model_run_id": run.id,
+                                                   "now": outcome.boundary.now + timedelta(minutes=1)})
+    second = await assemble_context(graph_deps, boundary)
+    copied = [c.name for c in ContextAssembly.__table__.columns
+              if c.name not in ("id", "model_run_id", "snapshot_seq", "created_at")]
+    async with graph_deps.sessions() as session, session.begin():  # later assemblies of the same participant
+        await session.execute(text(
+            f"INSERT INTO context_assemblies (id, snapshot_seq, {', '.join(copied)}) "
+            f"SELECT CAST(gen_random_uuid() AS text), snapshot_seq + 1000 + s, {', '.join(copied)} "
+            "FROM context_assemblies, generate_series(1, 10000) AS s WHERE id = :id"), {"id": second.assembly_id})
+    result = await audit.diff(graph_deps, outcome.account_id, run.id)
+    assert (result.before.model_run_id, result.after.model_run_id) == (outcome.model_run_id, run.id)
+    with pytest.raises(audit.NotFoundError):
+        await audit.diff(graph_deps, outcome.account_id, outcome.model_run_id)

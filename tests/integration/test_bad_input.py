@@ -14,7 +14,6 @@ import os
 import subprocess
 import sys
 import uuid
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -25,9 +24,7 @@ from temporalio.testing import WorkflowEnvironment
 from activities.deps import GraphDeps
 from contracts import TurnResult
 from dossier.client import AnswerRefusedError, ClientError, DossierClient, InvalidInputError
-from dossier.runtime import build_worker
 from dossier.services.models import Endpoints
-from dossier.settings import Settings
 from policy.enums import ToolCallStatus
 from store import conversations, messages
 from store import tools as tool_store
@@ -41,21 +38,6 @@ TABLES = ("conversations", "branches", "participants", "messages", "model_runs",
 
 PICK = "I want to review one of the sales files; let me pick it."
 """Makes ``scripted:picker`` open a deferred ``user.pick_file`` call."""
-
-
-@pytest.fixture
-async def dossier(temporal_env: WorkflowEnvironment, graph_deps: GraphDeps) -> AsyncIterator[DossierClient]:
-    """A client in a fresh account, with an in-process worker on a fresh task queue."""
-    task_queue = f"dossier-bad-input-{uuid.uuid4().hex[:8]}"
-    async with graph_deps.sessions() as session, session.begin():
-        account_id = await conversations.create_account(session, name="bad input test")
-    worker = build_worker(temporal_env.client, graph_deps, task_queue=task_queue,
-                          workflow_failure_exception_types=[Exception])
-    client = DossierClient(deps=graph_deps, temporal=temporal_env.client,
-                           settings=Settings(_env_file=None, temporal_task_queue=task_queue), account_id=account_id,
-                           poll_seconds=0.2)
-    async with worker:
-        yield client
 
 
 async def _counts(deps: GraphDeps) -> dict[str, int]:

@@ -12,14 +12,11 @@ account's assembly, an assembly without replay inputs, a forgotten user memory.
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import AsyncIterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from sqlalchemy import delete, func, select, update
-from temporalio.testing import WorkflowEnvironment
 
 from activities.context import assemble_context
 from activities.deps import GraphDeps
@@ -27,8 +24,6 @@ from activities.ingest import ToolOutcome, begin_tool_call, ingest_tool_result, 
 from activities.replay import recompute_assembly
 from contracts import Scope
 from dossier.client import DossierClient
-from dossier.runtime import build_worker
-from dossier.settings import Settings
 from harness.scenarios import all_scenarios
 from harness.scenarios.runner import run_scenario
 from policy.enums import MessageRole, ResolutionStatus, RuntimeKind, ToolCallStatus
@@ -220,21 +215,6 @@ async def test_refusals(graph_deps) -> None:
 
 
 # --------------------------------------------------------------------------- a real multi-step turn through Temporal
-
-
-@pytest.fixture
-async def dossier(temporal_env: WorkflowEnvironment, graph_deps: GraphDeps) -> AsyncIterator[DossierClient]:
-    """A client in a fresh account, with an in-process worker on a fresh task queue."""
-    task_queue = f"dossier-replay-{uuid.uuid4().hex[:8]}"
-    async with graph_deps.sessions() as session, session.begin():
-        account_id = await conversations.create_account(session, name="replay test")
-    worker = build_worker(temporal_env.client, graph_deps, task_queue=task_queue,
-                          workflow_failure_exception_types=[Exception])
-    client = DossierClient(deps=graph_deps, temporal=temporal_env.client,
-                           settings=Settings(temporal_task_queue=task_queue), account_id=account_id,
-                           poll_seconds=0.2)
-    async with worker:
-        yield client
 
 
 async def _assembly_ids(client: DossierClient, conversation_id: str) -> list[str]:

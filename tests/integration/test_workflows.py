@@ -15,11 +15,9 @@ import signal
 import subprocess
 import sys
 import uuid
-from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
 
-import pytest
 from sqlalchemy import func, select
 from temporalio.api.enums.v1 import EventType
 from temporalio.testing import WorkflowEnvironment
@@ -40,24 +38,8 @@ from store import tools as tool_store
 from store.assemblies import get_context_assembly, list_context_assemblies
 from store.tool_memories import get_tool_memory
 from store.models import Message, ToolArtifact, ToolCall
-from dossier.runtime import build_worker
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-async def dossier(temporal_env: WorkflowEnvironment, graph_deps: GraphDeps) -> AsyncIterator[DossierClient]:
-    """A client in a fresh account, with an in-process worker on a fresh task queue."""
-    task_queue = f"dossier-test-{uuid.uuid4().hex[:8]}"
-    async with graph_deps.sessions() as session, session.begin():
-        account_id = await conversations.create_account(session, name="workflow test")
-    worker = build_worker(temporal_env.client, graph_deps, task_queue=task_queue,
-                          workflow_failure_exception_types=[Exception])
-    client = DossierClient(deps=graph_deps, temporal=temporal_env.client,
-                           settings=Settings(temporal_task_queue=task_queue), account_id=account_id,
-                           poll_seconds=0.2)
-    async with worker:
-        yield client
 
 
 async def _artifact_counts(client: DossierClient, tool_call_ids: tuple[str, ...]) -> dict[str, int]:

@@ -157,3 +157,21 @@ def test_audit_output_cannot_send_terminal_control_sequences(capsys: pytest.Capt
     out = capsys.readouterr().out
     assert "\x1b" not in out and "\x07" not in out and "\x9b" not in out
     assert "\\x1b]0;owned\\x07" in out
+
+
+def test_why_not_takes_a_record_as_explain_prints_it(capsys: pytest.CaptureFixture[str],
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """``memory:<id>`` (as explain, why-not and the inspector name records) is accepted like a bare id."""
+    asked: list[str] = []
+
+    async def reached_the_client(work: object) -> int:
+        asked.append("connect")
+        return 0
+
+    monkeypatch.setattr("dossier.commands.audit._with_client", reached_the_client)
+    record, run = "C68E309A-0000-4000-8000-000000000001", "58468703-0000-4000-8000-000000000002"
+    assert main(["why-not", f"memory:{record}", run]) == 0
+    assert main(["why-not", record, run]) == 0
+    assert asked == ["connect", "connect"]
+    assert main(["why-not", "memory:not-an-id", run]) == 2
+    assert "'not-an-id' is not a valid id" in _one_line(capsys)

@@ -106,3 +106,20 @@ def test_settings_validate_the_metrics_port() -> None:
     assert Settings(_env_file=None, metrics_port=0).metrics_port == 0
     with pytest.raises(ValueError):
         Settings(_env_file=None, metrics_port=70000)
+
+
+def test_metrics_bind_this_host_only_unless_told() -> None:
+    assert Settings.model_fields["metrics_address"].default == "127.0.0.1"
+    assert Settings.model_fields["metrics_port"].default == 9464
+
+
+def test_metric_labels_are_kinds_never_ids() -> None:
+    """The README's promise: labels are route, runtime kind, omission reason, decision kind, phase and error
+    class; no metric can be split by an account, conversation, branch, participant or run."""
+    allowed = {"route", "runtime_kind", "reason", "kind", "phase", "error", "le"}
+    metrics = RuntimeMetrics()
+    metrics.provider_errors.labels("openai", "RateLimitedError").inc()
+    labels = {name for family in metrics.registry.collect() for sample in family.samples for name in sample.labels}
+    named = {name for metric in vars(metrics).values() for name in getattr(metric, "_labelnames", ())}
+    assert named and named <= allowed, named - allowed
+    assert labels <= allowed, labels - allowed

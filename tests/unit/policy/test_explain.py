@@ -260,3 +260,14 @@ def _side(result, route: str) -> Side:
                 message_tokens=tuple(len(str(m.get("content") or "")) // 4 + 4 for m in messages),
                 assembled_tokens=result.record.assembled_tokens, provider_route=route,
                 policy_version=result.record.policy_version)
+
+
+def test_a_transcript_message_is_carried_only_where_its_line_is() -> None:
+    """A short message ("ok") is found as a line of its own or after its speaker label, not inside any word."""
+    sent = [{"role": "user", "content": "ok"}, {"role": "user", "content": "Ada: ok"},
+            {"role": "assistant", "content": "The token count is 12; okay."},
+            {"role": "user", "content": "look at the book\nok then"}]
+    assert where_shown("message:0e1c", sent, text="ok") == [0, 1]
+    long = "The quarterly numbers " + "x" * 200
+    cut = [{"role": "user", "content": f"Ada: {long[:150]}"}, {"role": "user", "content": "numbers"}]
+    assert where_shown("message:0e1c", cut, text=long + "\nsecond line") == [0]
