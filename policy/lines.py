@@ -30,6 +30,7 @@ from policy.records import (
     UserMemoryRecord,
     canonical_json,
 )
+from policy.retention import ARGUMENTS_REDACTED, arguments_redacted
 
 _PREFIX_LENGTHS = (8, 12, 16)
 
@@ -210,6 +211,8 @@ CLIPPED = "…"
 
 
 def _args(arguments: dict, limit: int = ARGUMENTS_CHARS) -> str:
+    if arguments_redacted(arguments):
+        return ARGUMENTS_REDACTED
     text = " ".join(inert_json(arguments).split())
     return text if len(text) <= limit else text[: limit - 1] + CLIPPED
 

@@ -36,12 +36,15 @@ stay: such an assembly is no longer replayable byte for byte, and says so
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Mapping
 from datetime import datetime, timedelta
 from enum import StrEnum
+from typing import Any
 
 from pydantic import Field, model_validator
 
-from policy.records import Record
+from policy.records import Record, canonical_json
 
 
 class RetentionClass(StrEnum):
@@ -195,8 +198,31 @@ RAW_REDACTED_REASON = "raw removed by retention"
 REDACTED_MARKER = "[redacted by retention]"
 """The text a redacted memory shows instead of its content."""
 
+ARGUMENTS_REDACTED = "arguments redacted by retention"
+"""What a tool call shows instead of its arguments once the artifact it produced was redacted or deleted."""
+ARGUMENTS_REDACTED_KEY = "redacted_by_retention"
+"""The key that marks a call's arguments as replaced by :func:`redacted_arguments`."""
+
+
+def arguments_redacted(arguments: Mapping[str, Any]) -> bool:
+    """Whether a call's arguments are the retention marker rather than what the model wrote."""
+    return set(arguments) == {ARGUMENTS_REDACTED_KEY, "sha256"} and arguments[ARGUMENTS_REDACTED_KEY] == ARGUMENTS_REDACTED
+
+
+def redacted_arguments(arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """The marker a call's arguments are replaced by: the text, and the sha256 of the canonical original.
+
+    Idempotent: the marker itself is returned unchanged, so a repeated batch keeps the first hash.
+    """
+    if arguments_redacted(arguments):
+        return dict(arguments)
+    digest = hashlib.sha256(canonical_json(dict(arguments)).encode()).hexdigest()
+    return {ARGUMENTS_REDACTED_KEY: ARGUMENTS_REDACTED, "sha256": digest}
+
 
 __all__ = [
+    "ARGUMENTS_REDACTED",
+    "ARGUMENTS_REDACTED_KEY",
     "KEEP",
     "RAW_ARCHIVED_REASON",
     "RAW_REDACTED_REASON",
@@ -207,7 +233,9 @@ __all__ = [
     "RetentionRule",
     "RetentionSpec",
     "RetentionState",
+    "arguments_redacted",
     "due_at",
     "effective_rule",
+    "redacted_arguments",
     "retention_action",
 ]

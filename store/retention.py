@@ -45,11 +45,20 @@ from policy.retention import (
     RetentionRule,
     RetentionSpec,
     RetentionState,
+    redacted_arguments,
     retention_action,
 )
 from store._sql import translate_errors
 from store.artifacts import ArtifactStore, object_key
-from store.models import ContextAssembly, ContinuationCheckpoint, Message, Participant, ToolArtifact, ToolMemory
+from store.models import (
+    ContextAssembly,
+    ContinuationCheckpoint,
+    Message,
+    Participant,
+    ToolArtifact,
+    ToolCall,
+    ToolMemory,
+)
 from store.errors import StoreError
 from store.payloads import read_artifact_payload
 from store.records import StoreRecord
@@ -236,7 +245,7 @@ async def _apply_artifact(sessions: Any, artifacts: ArtifactStore, account_id: s
     async with sessions() as session:
         row = (await session.execute(select(
             ToolArtifact.storage, ToolArtifact.storage_key, ToolArtifact.sha256, ToolArtifact.content_type,
-            ToolArtifact.retention_state,
+            ToolArtifact.retention_state, ToolArtifact.tool_call_id,
         ).where(ToolArtifact.account_id == account_id, ToolArtifact.id == artifact_id))).first()
     if row is None:
         return "gone"  # deleted since the batch was read
@@ -261,6 +270,8 @@ async def _apply_artifact(sessions: Any, artifacts: ArtifactStore, account_id: s
         keys.append(object_key(account_id, handle_sha))
     await _release_objects(sessions, artifacts, account_id, artifact_id, keys)
     async with sessions() as session, session.begin():
+        # The call that produced the content loses its arguments in the same transaction as the row's end state.
+        await redact_call_arguments(session, account_id, row.tool_call_id)
         if action is RetentionAction.DELETE:
             await session.execute(delete(ToolArtifact).where(
                 ToolArtifact.account_id == account_id, ToolArtifact.id == artifact_id))
@@ -307,6 +318,39 @@ async def _archive(sessions: Any, artifacts: ArtifactStore, account_id: str, art
             ToolArtifact.account_id == account_id, ToolArtifact.id == artifact_id).values(
             storage="object", storage_key=target, inline_payload=None,
             retention_state=RetentionState.ARCHIVED.value))
+
+
+@translate_errors
+async def redact_call_arguments(session: AsyncSession, account_id: str, tool_call_id: str) -> int:
+    """Replace a tool call's arguments by the retention marker, on its row and in the messages that wrote it.
+
+    The name and call id stay; the marker holds the sha256 of the original arguments
+    (:func:`policy.retention.redacted_arguments`). Idempotent: a marker is left as it is.
+
+    Returns:
+        How many rows (the call's and its messages) were changed.
+    """
+    call = (await session.execute(select(ToolCall.call_id, ToolCall.arguments).where(
+        ToolCall.account_id == account_id, ToolCall.id == tool_call_id))).first()
+    if call is None:
+        return 0
+    changed = 0
+    marker = redacted_arguments(call.arguments or {})
+    if marker != call.arguments:
+        await session.execute(update(ToolCall).where(
+            ToolCall.account_id == account_id, ToolCall.id == tool_call_id).values(arguments=marker))
+        changed += 1
+    written = (await session.execute(select(Message.id, Message.tool_calls).where(
+        Message.account_id == account_id, Message.tool_calls.contains([{"call_id": call.call_id}])))).all()
+    for message_id, calls in written:
+        rewritten = [{**entry, "arguments": redacted_arguments(entry.get("arguments") or {})}
+                     if isinstance(entry, dict) and entry.get("call_id") == call.call_id else entry
+                     for entry in calls]
+        if rewritten != calls:
+            await session.execute(update(Message).where(
+                Message.account_id == account_id, Message.id == message_id).values(tool_calls=rewritten))
+            changed += 1
+    return changed
 
 
 @translate_errors
@@ -376,6 +420,7 @@ __all__ = [
     "mark_missing_source",
     "object_still_needed",
     "participant_retention",
+    "redact_call_arguments",
     "set_retention",
     "trace_dropped",
 ]

@@ -9,6 +9,7 @@ in the schedule test, which fires the real Temporal Schedule.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import uuid
 from collections.abc import AsyncIterator
@@ -29,11 +30,20 @@ from dossier.runtime import build_worker
 from policy.derive import FILE_CONTENT_TYPE
 from policy.enums import MessageRole, ResolutionStatus, RuntimeKind, ToolCallStatus
 from policy.records import GenerationBoundary
-from policy.retention import RAW_ARCHIVED_REASON, RAW_REDACTED_REASON, REDACTED_MARKER, RetentionSpec
+from policy.legacy import legacy_messages
+from policy.records import canonical_json
+from policy.retention import (
+    ARGUMENTS_REDACTED,
+    RAW_ARCHIVED_REASON,
+    RAW_REDACTED_REASON,
+    REDACTED_MARKER,
+    RetentionSpec,
+)
 from policy.tools import ToolCatalog, ToolSpec
 from store import conversations, messages
+from store.candidates import load_candidates
 from store.errors import ArtifactRetainedError, AssemblyNotReplayableError
-from store.models import ContextAssembly, PolicyDecision, ToolArtifact, ToolCall, ToolMemory
+from store.models import ContextAssembly, Message, PolicyDecision, ToolArtifact, ToolCall, ToolMemory
 from store.payloads import read_artifact_payload
 from store.retention import archive_key
 
@@ -73,11 +83,12 @@ class Account:
     branch_id: str
     assistant_id: str
 
-    async def call(self, name: str, result: bytes, key: str | None = None, content_type: str = "application/json"):
+    async def call(self, name: str, result: bytes, key: str | None = None, content_type: str = "application/json",
+                   arguments: dict | None = None):
         call = await begin_tool_call(
             self.deps, self.account_id, self.conversation_id, self.branch_id, self.assistant_id,
-            call_id=f"call_{key or uuid.uuid4().hex}", name=name, arguments={"q": name}, runtime_kind=RuntimeKind.CHAT,
-            at=T0)
+            call_id=f"call_{key or uuid.uuid4().hex}", name=name, arguments=arguments or {"q": name},
+            runtime_kind=RuntimeKind.CHAT, at=T0)
         return await ingest_tool_result(self.deps, self.account_id, call.id,
                                         ToolOutcome(status=ToolCallStatus.SUCCEEDED, result=result, content_type=content_type), captured_at=T0)
 
@@ -199,6 +210,62 @@ async def test_the_agent_override_beats_the_tool_spec(worker: tuple[GraphDeps, s
     assert (await keeper.row(ToolArtifact, ingested.artifact.id)).retention == "keep"
     await keeper.collect(days=31)
     assert await keeper.payload(ingested.artifact.id) == b'{"kept": "by the agent"}'
+
+
+async def test_redacted_and_deleted_results_take_their_calls_arguments_with_them(account: Account) -> None:
+    """The arguments can hold what the result held (a name searched for): they go with it, on the call's row
+    and in the assistant message that wrote the call; the name, call id and a sha256 of the original stay."""
+    made = {name: await account.call(f"t.{name}", json.dumps({"tool": name}).encode(),
+                                     arguments={"patient": f"Jane Roe {name}"})
+            for name in ("keep", "archive", "redact", "hash", "delete")}
+    calls = {name: await account.row(ToolCall, ingested.artifact.tool_call_id) for name, ingested in made.items()}
+    async with account.deps.sessions() as session, session.begin():
+        message = await messages.append_message(
+            session, account.account_id, account.conversation_id, account.branch_id, role=MessageRole.ASSISTANT,
+            content="", author_participant_id=account.assistant_id,
+            tool_calls=[{"call_id": call.call_id, "name": call.name, "arguments": dict(call.arguments)}
+                        for call in calls.values()])
+    await account.collect(days=31)
+    again = await account.collect(days=31)  # idempotent: the marker keeps the first hash
+
+    written = {entry["call_id"]: entry for entry in (await account.row(Message, message.id)).tool_calls}
+    for name, before in calls.items():
+        after = await account.row(ToolCall, before.id)
+        assert (after.name, after.call_id) == (before.name, before.call_id)
+        entry = written[before.call_id]
+        assert entry["name"] == before.name
+        if name in ("keep", "archive"):
+            assert after.arguments == entry["arguments"] == {"patient": f"Jane Roe {name}"}
+            continue
+        marker = {"redacted_by_retention": ARGUMENTS_REDACTED,
+                  "sha256": hashlib.sha256(canonical_json({"patient": f"Jane Roe {name}"}).encode()).hexdigest()}
+        assert after.arguments == entry["arguments"] == marker
+    assert not {k: v for k, v in again.items() if k.startswith("artifact:") and k != "artifact:kept_cited"}
+
+    # What a model is shown of those calls afterwards: the marker's text, never the arguments, and no crash.
+    boundary = GenerationBoundary(account_id=account.account_id, conversation_id=account.conversation_id,
+                                  branch_id=account.branch_id, participant_id=account.assistant_id,
+                                  runtime_kind=RuntimeKind.CHAT, provider_route="local", now=T0)
+    assembled = await assemble_context(account.deps, boundary)
+    async with account.deps.sessions() as session:
+        stored = await session.scalar(select(ContextAssembly.messages).where(
+            ContextAssembly.id == assembled.assembly_id))
+        candidates = await load_candidates(session, account.account_id, account.conversation_id, account.branch_id)
+    replayed = [m.to_openai() for m in legacy_messages(
+        candidates, next(p for p in candidates.participants if p.id == account.assistant_id),
+        {artifact.id: "raw" for artifact in candidates.artifacts})]
+    for rendered in (stored, replayed):
+        shown = next(m["tool_calls"] for m in rendered if m.get("tool_calls"))  # in the order they were written
+        assert len(shown) == len(calls)
+        for (name, call), written_call in zip(calls.items(), shown, strict=True):
+            arguments = json.loads(written_call["function"]["arguments"])
+            if name in ("keep", "archive"):
+                assert arguments == {"patient": f"Jane Roe {name}"}
+            else:
+                assert arguments["redacted_by_retention"] == ARGUMENTS_REDACTED
+        # hash-only leaves nothing of them anywhere (under redact and delete the memory's compact text, whose
+        # title may name them, stays until the memory's own rule takes it: README "Retention and deletion").
+        assert "Jane Roe hash" not in json.dumps(rendered)
 
 
 # --------------------------------------------------------------------------- shared objects and citations

@@ -7,7 +7,11 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from pydantic import ValidationError
 
+from policy.enums import ToolCallStatus
+from policy.lines import ShortIds, tool_call_line
+from policy.records import ToolCallRecord
 from policy.retention import (
+    ARGUMENTS_REDACTED,
     KEEP,
     RecordKind,
     RetentionAction,
@@ -15,8 +19,10 @@ from policy.retention import (
     RetentionRule,
     RetentionSpec,
     RetentionState,
+    arguments_redacted,
     due_at,
     effective_rule,
+    redacted_arguments,
     retention_action,
 )
 from policy.tools import ToolSpec
@@ -112,3 +118,20 @@ def test_a_decorated_tool_declares_its_retention() -> None:
         return {"patient": patient}
 
     assert registered(lookup).spec.retention.artifacts == rule("delete", 30)
+
+
+def test_redacted_arguments_keep_a_hash_and_are_idempotent() -> None:
+    marker = redacted_arguments({"patient": "Jane Roe", "n": 1})
+    assert arguments_redacted(marker) and "Jane Roe" not in str(marker)
+    assert marker == redacted_arguments({"n": 1, "patient": "Jane Roe"})  # canonical: key order does not matter
+    assert redacted_arguments(marker) == marker  # a repeated batch keeps the first hash
+    assert marker != redacted_arguments({"patient": "John Doe", "n": 1})
+    assert not arguments_redacted({"redacted_by_retention": ARGUMENTS_REDACTED})  # no hash: a model's own arguments
+
+
+def test_a_call_whose_arguments_were_redacted_says_so_in_its_line() -> None:
+    call = ToolCallRecord(id="tc-1", call_id="c1", name="crm.lookup", status=ToolCallStatus.FAILED,
+                          arguments=redacted_arguments({"patient": "Jane Roe"}), branch_id="b", seq=1,
+                          participant_id="p", last_error="timeout")
+    line = tool_call_line(call, ShortIds(["tc-1"]), 200)
+    assert f"crm.lookup({ARGUMENTS_REDACTED})" in line and "sha256" not in line
