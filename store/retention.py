@@ -53,6 +53,7 @@ from store.artifacts import ArtifactStore, object_key
 from store.models import (
     ContextAssembly,
     ContinuationCheckpoint,
+    EvidenceRequest,
     Message,
     Participant,
     ToolArtifact,
@@ -273,6 +274,10 @@ async def _apply_artifact(sessions: Any, artifacts: ArtifactStore, account_id: s
         # The call that produced the content loses its arguments in the same transaction as the row's end state.
         await redact_call_arguments(session, account_id, row.tool_call_id)
         if action is RetentionAction.DELETE:
+            # A recall of it keeps what the model asked for and the decision, not a pointer to nothing.
+            await session.execute(update(EvidenceRequest).where(
+                EvidenceRequest.account_id == account_id, EvidenceRequest.artifact_id == artifact_id).values(
+                artifact_id=None))
             await session.execute(delete(ToolArtifact).where(
                 ToolArtifact.account_id == account_id, ToolArtifact.id == artifact_id))
         else:
@@ -383,9 +388,41 @@ async def _blank_memory(session: AsyncSession, account_id: str, memory_id: str, 
                                   limitations="", retention_state=state.value))
 
 
+@translate_errors
+async def unlink_memory(session: AsyncSession, account_id: str, memory_id: str) -> int:
+    """Remove a memory's id from the other memories' links (before the memory is deleted, same transaction).
+
+    ``conflicts_with``, ``supersedes`` and ``promoted_from`` drop it (a memory's privacy class was
+    derived from its sources when it was written and stays on its row). A memory it had superseded
+    names its newest other replacement instead (one whose ``supersedes`` lists it), or none: a replacement
+    nobody can see any more replaces nothing, as :mod:`policy.admission` already treats an invisible one.
+
+    Returns:
+        How many memories were changed.
+    """
+    changed = 0
+    for column in (ToolMemory.conflicts_with, ToolMemory.supersedes, ToolMemory.promoted_from):
+        result = await session.execute(update(ToolMemory).where(
+            ToolMemory.account_id == account_id, column.contains([memory_id])).values(
+            {column.key: func.array_remove(column, memory_id)}))
+        changed += result.rowcount or 0
+    replaced = (await session.scalars(select(ToolMemory.id).where(
+        ToolMemory.account_id == account_id, ToolMemory.superseded_by == memory_id))).all()
+    for old_id in replaced:
+        successor = (await session.execute(select(ToolMemory.id, ToolMemory.seq).where(
+            ToolMemory.account_id == account_id, ToolMemory.id != memory_id, ToolMemory.supersedes.contains([old_id]),
+        ).order_by(ToolMemory.seq.desc(), ToolMemory.id.desc()).limit(1))).first()
+        await session.execute(update(ToolMemory).where(ToolMemory.account_id == account_id, ToolMemory.id == old_id)
+                              .values(superseded_by=successor.id if successor else None,
+                                      superseded_seq=successor.seq if successor else None))
+        changed += 1
+    return changed
+
+
 async def _apply_memory(sessions: Any, account_id: str, memory_id: str, action: RetentionAction) -> str:
     async with sessions() as session, session.begin():
         if action is RetentionAction.DELETE:
+            await unlink_memory(session, account_id, memory_id)
             await session.execute(delete(ToolMemory).where(
                 ToolMemory.account_id == account_id, ToolMemory.id == memory_id))
         else:
@@ -423,4 +460,5 @@ __all__ = [
     "redact_call_arguments",
     "set_retention",
     "trace_dropped",
+    "unlink_memory",
 ]

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, update
 from temporalio.testing import WorkflowEnvironment
 
 from activities.context import assemble_context
@@ -43,7 +43,15 @@ from policy.tools import ToolCatalog, ToolSpec
 from store import conversations, messages
 from store.candidates import load_candidates
 from store.errors import ArtifactRetainedError, AssemblyNotReplayableError
-from store.models import ContextAssembly, Message, PolicyDecision, ToolArtifact, ToolCall, ToolMemory
+from store.models import (
+    ContextAssembly,
+    EvidenceRequest,
+    Message,
+    PolicyDecision,
+    ToolArtifact,
+    ToolCall,
+    ToolMemory,
+)
 from store.payloads import read_artifact_payload
 from store.retention import archive_key
 
@@ -266,6 +274,63 @@ async def test_redacted_and_deleted_results_take_their_calls_arguments_with_them
         # hash-only leaves nothing of them anywhere (under redact and delete the memory's compact text, whose
         # title may name them, stays until the memory's own rule takes it: README "Retention and deletion").
         assert "Jane Roe hash" not in json.dumps(rendered)
+
+
+async def test_a_deleted_memory_or_artifact_leaves_no_id_behind_in_links_or_recalls(account: Account) -> None:
+    """Links to a deleted memory are removed in its batch; a recall of a deleted artifact keeps its question.
+
+    Each call has its own subject, so ingestion links nothing by itself: the links are written here."""
+    old = await account.call("t.keep", b'{"v": "old"}', arguments={"subject": "old"})
+    older = await account.call("t.keep", b'{"v": "older"}', arguments={"subject": "older"})
+    other = await account.call("t.keep", b'{"v": "other"}', arguments={"subject": "other"})
+    doomed = await account.call("t.forget", b'{"v": "new"}', arguments={"subject": "new"})  # memory deleted at 30 d
+    alt = await account.call("t.keep", b'{"v": "alt"}', arguments={"subject": "alt"})
+    gone = await account.call("t.delete", b'{"v": "raw"}', arguments={"subject": "raw"})  # artifact deleted at 30 d
+    new_id = doomed.memory.id
+    recall = await begin_tool_call(account.deps, account.account_id, account.conversation_id, account.branch_id,
+                                   account.assistant_id, call_id=f"call_{uuid.uuid4().hex}", name="recall",
+                                   arguments={"id": gone.artifact.id}, runtime_kind=RuntimeKind.CHAT, at=T0)
+    async with account.deps.sessions() as session, session.begin():
+        seq = (await account.row(ToolMemory, new_id)).seq
+        links = {old.memory.id: {"superseded_by": new_id, "superseded_seq": seq},
+                 older.memory.id: {"superseded_by": new_id, "superseded_seq": seq},
+                 new_id: {"supersedes": [old.memory.id, older.memory.id], "conflicts_with": [other.memory.id]},
+                 other.memory.id: {"conflicts_with": [new_id], "promoted_from": [new_id, alt.memory.id]},
+                 alt.memory.id: {"supersedes": [older.memory.id]}}  # ``older`` was replaced by two memories
+        for memory_id, values in links.items():
+            await session.execute(update(ToolMemory).where(ToolMemory.id == memory_id).values(**values))
+        session.add(EvidenceRequest(
+            id=str(uuid.uuid4()), account_id=account.account_id, conversation_id=account.conversation_id,
+            branch_id=account.branch_id, participant_id=account.assistant_id, tool_call_id=recall.id,
+            requested_ref=f"a:{gone.artifact.id[:8]}", artifact_id=gone.artifact.id, outcome="rehydrated",
+            decision={"subject_ref": f"artifact:{gone.artifact.id}"}, bytes_served=12))
+
+    await account.collect(days=31)
+
+    assert await account.row(ToolMemory, new_id) is None
+    assert await account.row(ToolArtifact, gone.artifact.id) is None
+    old_row, older_row = await account.row(ToolMemory, old.memory.id), await account.row(ToolMemory, older.memory.id)
+    assert (old_row.superseded_by, old_row.superseded_seq) == (None, None)  # replaced by nothing left: live again
+    assert older_row.superseded_by == alt.memory.id  # still replaced, by the replacement that is left
+    other_row = await account.row(ToolMemory, other.memory.id)
+    assert other_row.conflicts_with == [] and other_row.promoted_from == [alt.memory.id]
+    async with account.deps.sessions() as session:
+        asked = await session.scalar(select(EvidenceRequest).where(EvidenceRequest.tool_call_id == recall.id))
+        ids = [value for row in (await session.scalars(select(ToolMemory).where(
+            ToolMemory.account_id == account.account_id))).all()
+            for value in (row.superseded_by, *row.supersedes, *row.conflicts_with, *row.promoted_from) if value]
+    assert asked.artifact_id is None and asked.requested_ref == f"a:{gone.artifact.id[:8]}"
+    assert new_id not in ids
+
+    # A context built afterwards renders, and cites nothing that is gone.
+    boundary = GenerationBoundary(account_id=account.account_id, conversation_id=account.conversation_id,
+                                  branch_id=account.branch_id, participant_id=account.assistant_id,
+                                  runtime_kind=RuntimeKind.CHAT, provider_route="local", now=T0)
+    assembled = await assemble_context(account.deps, boundary)
+    async with account.deps.sessions() as session:
+        stored = json.dumps(await session.scalar(select(ContextAssembly.messages).where(
+            ContextAssembly.id == assembled.assembly_id)))
+    assert new_id[:8] not in stored
 
 
 # --------------------------------------------------------------------------- shared objects and citations
