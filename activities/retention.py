@@ -5,12 +5,20 @@ kind (:func:`store.retention.collect_batch`); ``plan_account_deletion`` and
 ``delete_account_step`` delete an account step by step
 (:mod:`store.account_deletion`). Every activity is idempotent: a retry after
 a killed worker repeats a step that finds its work done, or finishes it.
+
+A batch heartbeats when it starts and every :data:`STEP_HEARTBEAT_SECONDS`
+while it runs (even blocked on a row lock), and the workflows give it a short
+heartbeat timeout (``workflows.retention.STEP_HEARTBEAT_TIMEOUT``): a batch
+whose worker was killed is retried once its heartbeats stop, not when its whole
+start-to-close runs out.
 """
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Awaitable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from temporalio import activity
 
@@ -27,6 +35,31 @@ from policy.retention import RecordKind
 from store import account_deletion
 from store.retention import collect_batch
 
+STEP_HEARTBEAT_SECONDS = 2.0
+"""How often a running batch heartbeats (well inside the workflows' heartbeat timeout)."""
+
+T = TypeVar("T")
+
+
+async def heartbeating(step: Awaitable[T]) -> T:
+    """Run one batch, heartbeating when it starts and while it runs.
+
+    Called outside an activity (a harness, a test), it just runs the batch.
+    """
+    task = asyncio.ensure_future(step)
+    try:
+        if not activity.in_activity():
+            return await task
+        activity.heartbeat()
+        while True:
+            done, _ = await asyncio.wait({task}, timeout=STEP_HEARTBEAT_SECONDS)
+            if done:
+                return task.result()
+            activity.heartbeat()
+    finally:
+        if not task.done():  # the attempt was cancelled (heartbeat timeout, worker stopping): stop the batch too
+            task.cancel()
+
 
 @dataclass
 class RetentionActivities:
@@ -38,8 +71,9 @@ class RetentionActivities:
     @sorted_failures
     async def collect_retention(self, batch: RetentionBatchInput) -> RetentionBatchResult:
         """Apply the retention rules to one batch of one record kind."""
-        done = await collect_batch(self.deps.sessions, self.deps.artifacts, RecordKind(batch.kind), batch.now,
-                                   after_id=batch.after_id, limit=batch.batch_size, own_memory_id=memory_id_for)
+        done = await heartbeating(collect_batch(
+            self.deps.sessions, self.deps.artifacts, RecordKind(batch.kind), batch.now,
+            after_id=batch.after_id, limit=batch.batch_size, own_memory_id=memory_id_for))
         if done.actions:
             activity.logger.info("retention %s: %s", batch.kind, done.actions)
         return RetentionBatchResult(last_id=done.last_id, done=done.done, scanned=done.scanned,
@@ -55,6 +89,9 @@ class RetentionActivities:
     @sorted_failures
     async def delete_account_step(self, step: AccountDeletionStepInput) -> int:
         """Run one bounded step; returns rows or objects removed (fewer than the batch size: step done)."""
+        return await heartbeating(self._delete_step(step))
+
+    async def _delete_step(self, step: AccountDeletionStepInput) -> int:
         if step.step == account_deletion.OBJECTS_STEP:
             return await account_deletion.delete_objects(self.deps.artifacts, step.account_id, step.batch_size)
         async with self.deps.sessions() as session, session.begin():
@@ -69,4 +106,4 @@ class RetentionActivities:
         return [self.collect_retention, self.plan_account_deletion, self.delete_account_step]
 
 
-__all__ = ["RetentionActivities"]
+__all__ = ["STEP_HEARTBEAT_SECONDS", "RetentionActivities", "heartbeating"]

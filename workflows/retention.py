@@ -34,7 +34,12 @@ with workflow.unsafe.imports_passed_through():
     )
 
 RETENTION_STEP_TIMEOUT = timedelta(seconds=30)
-"""Start-to-close of one batch: a killed worker's batch is retried on another after at most this long."""
+"""Start-to-close of one batch: the longest a batch may run (a killed worker's batch is retried sooner, once its
+heartbeats stop: :data:`STEP_HEARTBEAT_TIMEOUT`)."""
+
+STEP_HEARTBEAT_TIMEOUT = timedelta(seconds=10)
+"""A batch heartbeats every couple of seconds (``activities.retention.STEP_HEARTBEAT_SECONDS``): one whose
+worker was killed is retried once its heartbeats have stopped for this long."""
 
 RETENTION_RETRY = RetryPolicy(initial_interval=timedelta(milliseconds=200), backoff_coefficient=2.0,
                               maximum_interval=timedelta(seconds=30), maximum_attempts=12)
@@ -72,8 +77,8 @@ class RetentionWorkflow:
                 batch: RetentionBatchResult = await workflow.execute_activity(
                     ActivityName.COLLECT_RETENTION,
                     RetentionBatchInput(kind=kind, now=now, after_id=after, batch_size=run.batch_size),
-                    start_to_close_timeout=RETENTION_STEP_TIMEOUT, retry_policy=RETENTION_RETRY,
-                    result_type=RetentionBatchResult)
+                    start_to_close_timeout=RETENTION_STEP_TIMEOUT, heartbeat_timeout=STEP_HEARTBEAT_TIMEOUT,
+                    retry_policy=RETENTION_RETRY, result_type=RetentionBatchResult)
                 for action, count in batch.actions.items():
                     totals[f"{kind}:{action}"] = totals.get(f"{kind}:{action}", 0) + count
                 after = batch.last_id
@@ -104,7 +109,8 @@ class DeleteAccountWorkflow:
                     ActivityName.DELETE_ACCOUNT_STEP,
                     AccountDeletionStepInput(account_id=request.account_id, step=step, batch_size=request.batch_size,
                                              rows_deleted=rows, objects_deleted=objects),
-                    start_to_close_timeout=RETENTION_STEP_TIMEOUT, retry_policy=RETENTION_RETRY, result_type=int)
+                    start_to_close_timeout=RETENTION_STEP_TIMEOUT, heartbeat_timeout=STEP_HEARTBEAT_TIMEOUT,
+                    retry_policy=RETENTION_RETRY, result_type=int)
                 if step == OBJECTS_STEP:
                     objects += removed
                 elif not step.startswith(UNLINK_PREFIX):

@@ -26,18 +26,20 @@ import pytest
 from minio import Minio
 from sqlalchemy import func, select, text
 from sqlalchemy.ext.asyncio import AsyncEngine
-from temporalio.testing import WorkflowEnvironment
+from temporalio.api.enums.v1 import EventType
+from temporalio.testing import ActivityEnvironment, WorkflowEnvironment
 
 from activities.deps import GraphDeps
+from activities.retention import RetentionActivities
 from dossier.client import DossierClient
-from contracts import WorkflowName
+from contracts import AccountDeletionStepInput, WorkflowName
 from dossier.retention import RetentionError, retention_schedule_id, start_account_deletion
 from dossier.services.models import Endpoints
 from dossier.services.worker import worker_environment
 from dossier.settings import Settings
 from store import conversations, user_memories
 from store.account_deletion import account_sha256
-from store.models import AccountDeletion, Base, ToolArtifact, ToolCall
+from store.models import AccountDeletion, Base, ToolArtifact, ToolCall, UserMemory
 
 pytestmark = pytest.mark.integration
 
@@ -173,6 +175,12 @@ async def test_deleting_an_account_survives_a_worker_kill_and_leaves_nothing_beh
     assert tombstone is not None and tombstone.rows_deleted == result.rows_deleted and artifacts_left == 0
     assert doomed.account_id not in repr([getattr(tombstone, c.key) for c in AccountDeletion.__table__.c])
 
+    # Every step ran with a heartbeat timeout: the killed worker's step was retried once its heartbeats stopped.
+    steps = [event.activity_task_scheduled_event_attributes async for event in handle.fetch_history_events()
+             if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED]
+    assert steps and all(step.heartbeat_timeout.ToTimedelta().total_seconds() > 0 for step in steps
+                         if step.activity_type.name != "plan_account_deletion")
+
     # B, byte for byte.
     assert await _rows_of(engine, kept.account_id) == kept_rows
     assert _objects(s3, s3_bucket, kept.account_id) == kept_objects
@@ -181,3 +189,24 @@ async def test_deleting_an_account_survives_a_worker_kill_and_leaves_nothing_beh
     with pytest.raises(RetentionError, match="no account"):
         await start_account_deletion(temporal_env.client, graph_deps, task_queue, doomed.account_id)
     await schedule.delete()
+
+
+async def test_a_deletion_step_heartbeats_while_it_is_blocked(graph_deps: GraphDeps, engine: AsyncEngine) -> None:
+    """A step blocked on a row lock keeps heartbeating (so only a dead worker's step stops), and then finishes."""
+    async with graph_deps.sessions() as session, session.begin():
+        account_id = await conversations.create_account(session, name="heartbeats")
+        await user_memories.put_user_memory(session, account_id, "Blocks the deletion step.")
+    beats = asyncio.Queue()
+    environment = ActivityEnvironment()
+    environment.on_heartbeat = lambda *details: beats.put_nowait(details)
+    step = AccountDeletionStepInput(account_id=account_id, step="rows:user_memories", batch_size=10,
+                                    rows_deleted=0, objects_deleted=0)
+    async with engine.connect() as lock:
+        transaction = await lock.begin()
+        await lock.execute(select(UserMemory.id).where(UserMemory.account_id == account_id).with_for_update())
+        running = asyncio.ensure_future(environment.run(RetentionActivities(graph_deps).delete_account_step, step))
+        for _ in range(2):  # one as the batch starts, one while it waits for the lock
+            await asyncio.wait_for(beats.get(), timeout=60)
+        assert not running.done()
+        await transaction.rollback()
+    assert await asyncio.wait_for(running, timeout=60) == 1
