@@ -20,6 +20,7 @@ import signal
 import subprocess
 import sys
 import uuid
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -32,7 +33,7 @@ from temporalio.testing import ActivityEnvironment, WorkflowEnvironment
 from activities.deps import GraphDeps
 from activities.retention import RetentionActivities
 from dossier.client import DossierClient
-from contracts import AccountDeletionStepInput, WorkflowName
+from contracts import AccountDeletionStepInput, RetentionBatchInput, WorkflowName
 from dossier.retention import RetentionError, retention_schedule_id, start_account_deletion
 from dossier.services.models import Endpoints
 from dossier.services.worker import worker_environment
@@ -210,3 +211,10 @@ async def test_a_deletion_step_heartbeats_while_it_is_blocked(graph_deps: GraphD
         assert not running.done()
         await transaction.rollback()
     assert await asyncio.wait_for(running, timeout=60) == 1
+
+    # A collection batch heartbeats too (as it starts; then while it runs, by the same helper).
+    beats = asyncio.Queue()
+    environment.on_heartbeat = lambda *details: beats.put_nowait(details)
+    await environment.run(RetentionActivities(graph_deps).collect_retention,
+                          RetentionBatchInput(kind="trace", now=datetime.now(UTC), batch_size=1))
+    assert not beats.empty()
