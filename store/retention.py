@@ -31,7 +31,7 @@ from collections import Counter
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, String, cast, delete, func, literal, or_, select, update
+from sqlalchemy import Select, String, cast, column, delete, exists, func, literal, or_, select, update, values
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from policy.derive import FILE_CONTENT_TYPE
@@ -157,14 +157,36 @@ async def _handle_sha256(session: AsyncSession, artifacts: ArtifactStore, accoun
     return value.lower() if isinstance(value, str) else None
 
 
+async def files_cited_by_messages(session: AsyncSession, files: list[tuple[str, str, str]]) -> set[str]:
+    """Which generated files a message quotes, for a whole batch in one query.
+
+    Args:
+        session: a session.
+        files: ``(account_id, artifact_id, sha256)`` of the files due for deletion.
+
+    Returns:
+        The artifact ids of the files some message of their account quotes: the sha256 (the handle's
+        URI holds it) in its text or its tool calls, or the artifact id in its text.
+    """
+    if not files:
+        return set()
+    refs = values(column("account_id", String), column("artifact_id", String), column("sha_pattern", String),
+                  column("id_pattern", String), name="refs").data(
+        [(account_id, artifact_id, f"%{sha256}%", f"%{artifact_id}%") for account_id, artifact_id, sha256 in files])
+    quoted = exists().where(Message.account_id == refs.c.account_id, or_(
+        Message.content.like(refs.c.sha_pattern), Message.content.like(refs.c.id_pattern),
+        cast(Message.tool_calls, String).like(refs.c.sha_pattern)))
+    return set((await session.scalars(select(refs.c.artifact_id).where(quoted))).all())
+
+
 async def file_handle_cited(session: AsyncSession, account_id: str, artifact_id: str, sha256: str,
-                            own_memory_id: str | None) -> bool:
-    """Whether a generated file is still cited: by a message, a live memory other than its own, or a checkpoint."""
-    pattern_sha, pattern_id = f"%{sha256}%", f"%{artifact_id}%"
-    quoted = await session.scalar(select(func.count()).select_from(Message).where(
-        Message.account_id == account_id,
-        or_(Message.content.like(pattern_sha), Message.content.like(pattern_id),
-            cast(Message.tool_calls, String).like(pattern_sha))))
+                            own_memory_id: str | None, *, quoted: bool | None = None) -> bool:
+    """Whether a generated file is still cited: by a message, a live memory other than its own, or a checkpoint.
+
+    ``quoted`` is the batch's answer for the messages (:func:`files_cited_by_messages`); ``None`` asks here.
+    """
+    if quoted is None:
+        quoted = artifact_id in await files_cited_by_messages(session, [(account_id, artifact_id, sha256)])
     if quoted:
         return True
     memories = select(func.count()).select_from(ToolMemory).where(
@@ -226,12 +248,28 @@ async def collect_batch(
         due = [(row.account_id, row.id, retention_action(
             kind, RetentionRule(kind=RetentionClass(row.retention), after_days=row.retention_days),
             RetentionState(row.retention_state), row.created_at, now)) for row in rows]
+    handles: dict[str, str] = {}  # artifact id -> sha256 its handle names, for the generated files due for deletion
+    if kind is RecordKind.ARTIFACT:
+        files = {row.id for row in rows if row.content_type == FILE_CONTENT_TYPE
+                 and row.retention_state == RetentionState.LIVE.value}
+        for account_id, row_id, action in due:
+            if action is RetentionAction.DELETE and row_id in files:
+                async with sessions() as session:
+                    sha256 = await _handle_sha256(session, artifacts, account_id, row_id)
+                if sha256 is not None:
+                    handles[row_id] = sha256
+    quoted: set[str] = set()
+    if handles:
+        async with sessions() as session:  # one scan of the messages for the whole batch
+            quoted = await files_cited_by_messages(session, [
+                (account_id, row_id, handles[row_id]) for account_id, row_id, _ in due if row_id in handles])
     actions: Counter[str] = Counter()
     for account_id, row_id, action in due:
         if action is RetentionAction.NONE:
             continue
         if kind is RecordKind.ARTIFACT:
-            applied = await _apply_artifact(sessions, artifacts, account_id, row_id, action, own_memory_id)
+            applied = await _apply_artifact(sessions, artifacts, account_id, row_id, action, own_memory_id,
+                                            handle_sha=handles.get(row_id), quoted=row_id in quoted)
         elif kind is RecordKind.MEMORY:
             applied = await _apply_memory(sessions, account_id, row_id, action)
         else:
@@ -242,7 +280,9 @@ async def collect_batch(
 
 
 async def _apply_artifact(sessions: Any, artifacts: ArtifactStore, account_id: str, artifact_id: str,
-                          action: RetentionAction, own_memory_id: Any) -> str:
+                          action: RetentionAction, own_memory_id: Any, *, handle_sha: str | None = None,
+                          quoted: bool = False) -> str:
+    """Apply one action to one artifact; ``handle_sha`` and ``quoted`` are the batch's findings for a due file."""
     async with sessions() as session:
         row = (await session.execute(select(
             ToolArtifact.storage, ToolArtifact.storage_key, ToolArtifact.sha256, ToolArtifact.content_type,
@@ -250,14 +290,12 @@ async def _apply_artifact(sessions: Any, artifacts: ArtifactStore, account_id: s
         ).where(ToolArtifact.account_id == account_id, ToolArtifact.id == artifact_id))).first()
     if row is None:
         return "gone"  # deleted since the batch was read
-    handle_sha = None
-    if row.content_type == FILE_CONTENT_TYPE and row.retention_state == RetentionState.LIVE.value:
-        async with sessions() as session:
-            handle_sha = await _handle_sha256(session, artifacts, account_id, artifact_id)
+    if row.content_type != FILE_CONTENT_TYPE or row.retention_state != RetentionState.LIVE.value:
+        handle_sha = None
     if action is RetentionAction.DELETE and handle_sha is not None:
         memory_id = own_memory_id(artifact_id) if own_memory_id else None
         async with sessions() as session:
-            if await file_handle_cited(session, account_id, artifact_id, handle_sha, memory_id):
+            if await file_handle_cited(session, account_id, artifact_id, handle_sha, memory_id, quoted=quoted):
                 return "kept_cited"
     if action is RetentionAction.ARCHIVE:
         await _archive(sessions, artifacts, account_id, artifact_id, row)
@@ -454,6 +492,7 @@ __all__ = [
     "archive_key",
     "collect_batch",
     "file_handle_cited",
+    "files_cited_by_messages",
     "mark_missing_source",
     "object_still_needed",
     "participant_retention",

@@ -17,14 +17,14 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from sqlalchemy import select, update
+from sqlalchemy import event, select, update
 from temporalio.testing import WorkflowEnvironment
 
 from activities.context import assemble_context
 from activities.replay import recompute_assembly
 from activities.deps import GraphDeps
 from activities.tools.registry import default_registry
-from activities.ingest import ToolOutcome, begin_tool_call, ingest_tool_result
+from activities.ingest import ToolOutcome, begin_tool_call, ingest_tool_result, memory_id_for
 from dossier.retention import ensure_retention_schedule, retention_schedule_id, run_retention
 from dossier.runtime import build_worker
 from policy.derive import FILE_CONTENT_TYPE
@@ -37,6 +37,7 @@ from policy.retention import (
     RAW_ARCHIVED_REASON,
     RAW_REDACTED_REASON,
     REDACTED_MARKER,
+    RecordKind,
     RetentionSpec,
 )
 from policy.tools import ToolCatalog, ToolSpec
@@ -53,7 +54,7 @@ from store.models import (
     ToolMemory,
 )
 from store.payloads import read_artifact_payload
-from store.retention import archive_key
+from store.retention import archive_key, collect_batch
 
 pytestmark = pytest.mark.integration
 
@@ -368,6 +369,33 @@ async def test_a_cited_file_handle_is_not_collected_and_an_uncited_one_is(accoun
     assert await account.row(ToolArtifact, loose.artifact.id) is None
     assert not await _exists(account.deps, account.account_id, loose_ref.key)
     assert (await account.row(ToolMemory, loose.memory.id)).resolution == ResolutionStatus.MISSING_SOURCE.value
+
+
+async def test_the_cited_file_check_scans_the_messages_once_per_batch(account: Account) -> None:
+    cited, cited_ref = await _file(account, "kept.md", b"# kept\n")
+    loose = [await _file(account, f"loose-{n}.md", f"# loose {n}\n".encode()) for n in range(3)]
+    async with account.deps.sessions() as session, session.begin():
+        await messages.append_message(session, account.account_id, account.conversation_id, account.branch_id,
+                                      role=MessageRole.ASSISTANT, content=f"See {cited.artifact.id}")
+    scans: list[str] = []
+
+    def count(conn, cursor, statement, parameters, context, executemany) -> None:  # noqa: ANN001, ARG001
+        if "FROM messages" in statement and "LIKE" in statement:
+            scans.append(statement)
+
+    engine = account.deps.sessions.kw["bind"].sync_engine
+    event.listen(engine, "before_cursor_execute", count)
+    try:
+        batch = await collect_batch(account.deps.sessions, account.deps.artifacts, RecordKind.ARTIFACT,
+                                    datetime.now(UTC) + timedelta(days=1), limit=5000, own_memory_id=memory_id_for)
+    finally:
+        event.remove(engine, "before_cursor_execute", count)
+    assert batch.done and len(scans) == 1
+    assert await account.row(ToolArtifact, cited.artifact.id) is not None
+    assert await account.deps.artifacts.get(account.account_id, cited_ref.key, cited_ref.sha256) == b"# kept\n"
+    for ingested, ref in loose:
+        assert await account.row(ToolArtifact, ingested.artifact.id) is None
+        assert not await _exists(account.deps, account.account_id, ref.key)
 
 
 # --------------------------------------------------------------------------- assembly traces
