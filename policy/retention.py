@@ -206,7 +206,8 @@ ARGUMENTS_REDACTED_KEY = "redacted_by_retention"
 
 def arguments_redacted(arguments: Mapping[str, Any]) -> bool:
     """Whether a call's arguments are the retention marker rather than what the model wrote."""
-    return set(arguments) == {ARGUMENTS_REDACTED_KEY, "sha256"} and arguments[ARGUMENTS_REDACTED_KEY] == ARGUMENTS_REDACTED
+    return (set(arguments) == {ARGUMENTS_REDACTED_KEY, "sha256"}
+            and arguments[ARGUMENTS_REDACTED_KEY] == ARGUMENTS_REDACTED)
 
 
 def redacted_arguments(arguments: Mapping[str, Any]) -> dict[str, Any]:
