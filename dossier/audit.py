@@ -707,7 +707,7 @@ async def what_if(deps: GraphDeps, account_id: str, policy_version: str, *, conv
     """Recompute stored assemblies under another registered policy version and report what would change.
 
     At most one scope: a conversation, the account (``account`` must be the caller's; the default), or the
-    last ``last`` model runs. Assemblies are replayed oldest first, each participant's previous call giving the cache
+    last ``last`` model runs that have a stored assembly (runs without one are passed over). Assemblies are replayed oldest first, each participant's previous call giving the cache
     estimate on both sides.
 
     Raises:
@@ -735,8 +735,9 @@ async def what_if(deps: GraphDeps, account_id: str, policy_version: str, *, conv
             ids = [a.id for a in await list_context_assemblies(session, account_id, limit=WHAT_IF_MAX)]
         else:
             scope = {"last": last}
-            runs = await messages.list_model_runs(session, account_id, limit=min(last or 1, WHAT_IF_MAX) * 4)
-            ids = [run.context_assembly_id for run in runs if run.context_assembly_id][-(last or 1):]
+            runs = await messages.list_model_runs(session, account_id, limit=min(last or 1, WHAT_IF_MAX),
+                                                  with_assembly=True)
+            ids = [run.context_assembly_id for run in runs if run.context_assembly_id]
         stored = [await get_context_assembly(session, account_id, one, with_messages=True) for one in ids]
     stored.sort(key=lambda a: (a.created_at, a.record.snapshot_seq, a.id))
     previous: dict[tuple[str, str], tuple[Sequence[Mapping[str, Any]], Sequence[Mapping[str, Any]]]] = {}

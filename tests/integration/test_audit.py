@@ -221,6 +221,29 @@ async def test_what_if_by_account_and_last_runs(graph_deps) -> None:
     assert by_account.totals == last.totals
 
 
+async def test_what_if_last_passes_over_newer_runs_without_an_assembly(graph_deps) -> None:
+    outcome = await run_scenario(scenario("stale_connected_app_memory"), graph_deps)
+    where = (outcome.account_id, outcome.conversation_id, outcome.boundary.branch_id, outcome.boundary.participant_id)
+
+    async def runs_without_an_assembly() -> None:  # runs that never got as far as assembling a context
+        async with graph_deps.sessions() as session, session.begin():
+            for _ in range(8):
+                await messages.start_model_run(session, *where)
+
+    await runs_without_an_assembly()
+    async with graph_deps.sessions() as session, session.begin():
+        second = await messages.start_model_run(session, *where)
+    await assemble_context(graph_deps, outcome.boundary.model_copy(
+        update={"model_run_id": second.id, "now": outcome.boundary.now + timedelta(minutes=1)}))
+    await runs_without_an_assembly()
+
+    newest = await audit.what_if(graph_deps, outcome.account_id, LEAN_POLICY.version, last=1)
+    assert [r.before.model_run_id for r in newest.runs] == [second.id]
+    for last in (2, 5):
+        report = await audit.what_if(graph_deps, outcome.account_id, LEAN_POLICY.version, last=last)
+        assert [r.before.model_run_id for r in report.runs] == [outcome.model_run_id, second.id]
+
+
 async def test_diff_of_consecutive_calls(graph_deps) -> None:
     outcome = await run_scenario(scenario("stale_connected_app_memory"), graph_deps)
     async with graph_deps.sessions() as session, session.begin():
