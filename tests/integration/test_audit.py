@@ -23,12 +23,14 @@ from sqlalchemy import select
 from activities.context import assemble_context
 from dossier import audit
 from dossier.client import DossierClient, InvalidInputError, UnknownIdError
+from dossier.inspector import reads
 from dossier.settings import Settings
 from harness.scenarios import scenario
 from harness.scenarios.runner import ScenarioOutcome, run_scenario
 from policy.enums import MessageRole, PrivacyClass
 from policy.versions import LEAN_POLICY
 from store import messages
+from store.errors import NotFoundError
 from store.models import ToolCall, ToolMemory
 
 
@@ -210,6 +212,25 @@ async def test_what_if_under_the_lean_policy_reports_the_known_diff(graph_deps) 
     [unchanged] = same.runs
     assert (unchanged.added, unchanged.dropped, unchanged.changed, unchanged.messages) == ([], [], [], [])
     assert unchanged.token_change == 0
+
+
+async def test_the_audit_and_the_inspector_read_one_provenance_walk(graph_deps) -> None:
+    outcome = await run_scenario(scenario("stale_connected_app_memory"), graph_deps)
+    calendar = await _memory(graph_deps, outcome, "calendar.list_events")
+    links = await audit.provenance(graph_deps, outcome.account_id, f"memory:{calendar}")
+    page = await reads.provenance(graph_deps, outcome.account_id, "memory", calendar)
+    assert page.memory is not None and page.branch is not None
+    shown = {("memory", page.memory.id), ("branch", page.branch.id), *(("artifact", a.id) for a in page.artifacts),
+             *(("tool_call", c.id) for c in page.tool_calls), *(("model_run", r.id) for r in page.runs),
+             *(("participant", p.id) for p in page.participants)}
+    assert [link.kind for link in links][:3] == ["memory", "artifact", "tool_call"]
+    assert {(link.kind, link.id) for link in links} == shown
+
+    # Another account's memory: no chain for the audit, not found for the inspector (as for an unknown id).
+    other = await run_scenario(scenario("stale_connected_app_memory"), graph_deps)
+    assert await audit.provenance(graph_deps, other.account_id, f"memory:{calendar}") == []
+    with pytest.raises(NotFoundError):
+        await reads.provenance(graph_deps, other.account_id, "memory", calendar)
 
 
 async def test_what_if_by_account_and_last_runs(graph_deps) -> None:
