@@ -38,13 +38,14 @@ from policy import explain as pure
 from policy.enums import DecisionOutcome
 from policy.records import PolicyDecisionRecord, canonical_json
 from policy.tokens import MESSAGE_OVERHEAD_TOKENS, TokenCounter
-from store import branches, checkpoints, conversations, messages, skills, tool_memories, user_memories
+from store import checkpoints, conversations, messages, skills, tool_memories, user_memories
 from store import tools as tool_store
 from store.assemblies import get_context_assembly, list_context_assemblies, previous_call_id
 from activities.replay import recompute_assembly
 from policy.errors import UnknownPolicyVersionError
 from policy.versions import policy_by_name
 from store.errors import AssemblyNotReplayableError, NotFoundError
+from store.provenance import walk_provenance
 from store.records import StoredContextAssembly
 
 # --------------------------------------------------------------------------- result models
@@ -315,7 +316,8 @@ async def provenance(deps: GraphDeps, account_id: str, ref: str) -> list[Provena
     """The provenance chain of one record, down to the raw artifact and up to the participant.
 
     A memory leads to each source artifact, an artifact to its tool call, a tool call to the model run that
-    made it, each to its branch and participant. A link whose record is gone is left out.
+    made it, each to its branch and participant (:func:`store.provenance.walk_provenance`, the walk the
+    inspector's record page reads too). A link whose record is gone is left out.
 
     Args:
         deps: graph dependencies.
@@ -323,98 +325,52 @@ async def provenance(deps: GraphDeps, account_id: str, ref: str) -> list[Provena
         ref: ``<kind>:<id>``.
 
     Returns:
-        The links, each record once, in walking order.
+        The links, each record once, in walking order (none for an unknown or foreign record).
     """
-    links: dict[tuple[str, str], ProvenanceLink] = {}
-    async with deps.sessions() as session:
-        await _walk(session, account_id, ref, links)
-    return list(links.values())
-
-
-async def _walk(session: Any, account_id: str, ref: str, links: dict[tuple[str, str], ProvenanceLink]) -> None:
     kind, _, record_id = ref.partition(":")
-    if not record_id or (kind, record_id) in links:
-        return
-
-    def add(link: ProvenanceLink) -> None:
-        links.setdefault((link.kind, link.id), link)
-
     try:
-        if kind == "memory":
-            memory = await tool_memories.get_tool_memory(session, account_id, record_id)
-            add(ProvenanceLink(kind="memory", id=memory.id, label=memory.title, detail={
-                "source_tool": memory.source_tool, "privacy": memory.privacy.value,
-                "visibility": memory.visibility.value, "freshness": memory.freshness.value,
-                "resolution": memory.resolution.value, "superseded_by": memory.superseded_by}))
-            for artifact_id in memory.source_artifact_ids:
-                await _walk(session, account_id, f"artifact:{artifact_id}", links)
-            await _context(session, account_id, memory.model_run_id, memory.branch_id, memory.owner_participant_id,
-                           links)
-        elif kind == "artifact":
-            artifact = await tool_store.get_artifact(session, account_id, record_id)
-            add(ProvenanceLink(kind="artifact", id=artifact.id, label=artifact.tool_name, detail={
-                "sha256": artifact.sha256, "result_bytes": artifact.result_bytes, "storage": artifact.storage,
-                "content_type": artifact.content_type, "privacy": artifact.privacy.value,
-                "visibility": artifact.visibility.value}))
-            await _walk(session, account_id, f"tool_call:{artifact.tool_call_id}", links)
-        elif kind == "tool_call":
-            call = await tool_store.get_tool_call(session, account_id, record_id)
-            add(ProvenanceLink(kind="tool_call", id=call.id, label=call.name, detail={
-                "call_id": call.call_id, "status": call.status.value, "attempts": call.attempts,
-                "privacy": call.privacy.value}))
-            await _context(session, account_id, call.model_run_id, call.branch_id, call.participant_id, links)
-        elif kind == "message":
-            message = await messages.get_message(session, account_id, record_id)
-            add(ProvenanceLink(kind="message", id=message.id, label=message.role.value,
-                               detail={"seq": message.seq, "speaker_label": message.speaker_label}))
-            await _context(session, account_id, message.model_run_id, message.branch_id,
-                           message.author_participant_id, links)
-        elif kind == "checkpoint":
-            checkpoint = await checkpoints.get_checkpoint(session, account_id, record_id)
-            add(ProvenanceLink(kind="checkpoint", id=checkpoint.id, label=checkpoint.kind,
-                               detail={"references": list(checkpoint.references)}))
-            await _context(session, account_id, checkpoint.model_run_id, checkpoint.branch_id,
-                           checkpoint.participant_id, links)
-        elif kind == "skill":
-            state = await skills.get_skill_state(session, account_id, record_id)
-            add(ProvenanceLink(kind="skill", id=state.id, label=state.skill, detail={"active": state.active}))
-            await _context(session, account_id, None, state.branch_id, state.participant_id, links)
-        elif kind == "user_memory":
-            memory = await user_memories.get_user_memory(session, account_id, record_id)
-            add(ProvenanceLink(kind="user_memory", id=memory.id, label="user memory",
-                               detail={"participant_id": memory.participant_id}))
+        async with deps.sessions() as session:
+            chain = await walk_provenance(session, account_id, kind, record_id)
     except NotFoundError:
-        return
+        return []
+    return [_provenance_link(link.kind, link.record) for link in chain.links]
 
 
-async def _context(session: Any, account_id: str, model_run_id: str | None, branch_id: str | None,
-                   participant_id: str | None, links: dict[tuple[str, str], ProvenanceLink]) -> None:
-    """The model run, branch and participant a record was written under."""
-    if model_run_id and ("model_run", model_run_id) not in links:
-        try:
-            run = await messages.get_model_run(session, account_id, model_run_id)
-            label = run.model or ""
-            if run.provider and ":" not in label:
-                label = f"{run.provider}:{label}"
-            links[("model_run", run.id)] = ProvenanceLink(kind="model_run", id=run.id, label=label, detail={
-                "runtime_kind": run.runtime_kind.value, "status": run.status, "workflow_id": run.workflow_id})
-        except NotFoundError:
-            pass
-    if branch_id and ("branch", branch_id) not in links:
-        try:
-            branch = await branches.get_branch(session, account_id, branch_id)
-            links[("branch", branch.id)] = ProvenanceLink(kind="branch", id=branch.id, label=branch.name, detail={
-                "parent_branch_id": branch.parent_branch_id, "fork_seq": branch.fork_seq})
-        except NotFoundError:
-            pass
-    if participant_id and ("participant", participant_id) not in links:
-        try:
-            participant = await conversations.get_participant(session, account_id, participant_id)
-            links[("participant", participant.id)] = ProvenanceLink(
-                kind="participant", id=participant.id, label=participant.name,
-                detail={"model": f"{participant.provider}:{participant.model}"})
-        except NotFoundError:
-            pass
+def _provenance_link(kind: str, record: Any) -> ProvenanceLink:
+    """One record of a provenance chain as the audit shows it: a label and the fields that explain it."""
+    label: str
+    if kind == "memory":
+        label, detail = record.title, {
+            "source_tool": record.source_tool, "privacy": record.privacy.value,
+            "visibility": record.visibility.value, "freshness": record.freshness.value,
+            "resolution": record.resolution.value, "superseded_by": record.superseded_by}
+    elif kind == "artifact":
+        label, detail = record.tool_name, {
+            "sha256": record.sha256, "result_bytes": record.result_bytes, "storage": record.storage,
+            "content_type": record.content_type, "privacy": record.privacy.value,
+            "visibility": record.visibility.value}
+    elif kind == "tool_call":
+        label, detail = record.name, {"call_id": record.call_id, "status": record.status.value,
+                                      "attempts": record.attempts, "privacy": record.privacy.value}
+    elif kind == "message":
+        label, detail = record.role.value, {"seq": record.seq, "speaker_label": record.speaker_label}
+    elif kind == "checkpoint":
+        label, detail = record.kind, {"references": list(record.references)}
+    elif kind == "skill":
+        label, detail = record.skill, {"active": record.active}
+    elif kind == "user_memory":
+        label, detail = "user memory", {"participant_id": record.participant_id}
+    elif kind == "model_run":
+        label = record.model or ""
+        if record.provider and ":" not in label:
+            label = f"{record.provider}:{label}"
+        detail = {"runtime_kind": record.runtime_kind.value, "status": record.status,
+                  "workflow_id": record.workflow_id}
+    elif kind == "branch":
+        label, detail = record.name, {"parent_branch_id": record.parent_branch_id, "fork_seq": record.fork_seq}
+    else:  # participant
+        label, detail = record.name, {"model": f"{record.provider}:{record.model}"}
+    return ProvenanceLink(kind=kind, id=record.id, label=label, detail=detail)
 
 
 _GETTERS = {
@@ -707,7 +663,7 @@ async def what_if(deps: GraphDeps, account_id: str, policy_version: str, *, conv
     """Recompute stored assemblies under another registered policy version and report what would change.
 
     At most one scope: a conversation, the account (``account`` must be the caller's; the default), or the
-    last ``last`` model runs. Assemblies are replayed oldest first, each participant's previous call giving the cache
+    last ``last`` model runs that have a stored assembly (runs without one are passed over). Assemblies are replayed oldest first, each participant's previous call giving the cache
     estimate on both sides.
 
     Raises:
@@ -735,8 +691,9 @@ async def what_if(deps: GraphDeps, account_id: str, policy_version: str, *, conv
             ids = [a.id for a in await list_context_assemblies(session, account_id, limit=WHAT_IF_MAX)]
         else:
             scope = {"last": last}
-            runs = await messages.list_model_runs(session, account_id, limit=min(last or 1, WHAT_IF_MAX) * 4)
-            ids = [run.context_assembly_id for run in runs if run.context_assembly_id][-(last or 1):]
+            runs = await messages.list_model_runs(session, account_id, limit=min(last or 1, WHAT_IF_MAX),
+                                                  with_assembly=True)
+            ids = [run.context_assembly_id for run in runs if run.context_assembly_id]
         stored = [await get_context_assembly(session, account_id, one, with_messages=True) for one in ids]
     stored.sort(key=lambda a: (a.created_at, a.record.snapshot_seq, a.id))
     previous: dict[tuple[str, str], tuple[Sequence[Mapping[str, Any]], Sequence[Mapping[str, Any]]]] = {}

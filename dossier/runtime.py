@@ -257,10 +257,11 @@ def artifact_store_for(endpoints: Endpoints, bucket: str | None = None) -> Artif
 async def temporal_client(settings: Settings) -> Client:
     """A Temporal client for the configured (or embedded) server, with the pydantic converter.
 
-    Ensures the embedded dev server when ``TEMPORAL_ADDRESS`` is unset.
+    Ensures the embedded dev server when ``TEMPORAL_ADDRESS`` is unset, and Dossier's search attributes on it.
 
     Raises:
         ValueError: no Temporal address.
+        SearchAttributesMissingError: the namespace lacks the search attributes and would not register them.
     """
     endpoints = await asyncio.to_thread(ensure_services, settings, ("temporal",))
     if endpoints.temporal_address is None:

@@ -267,6 +267,7 @@ async def list_model_runs(
     conversation_id: str | None = None,
     *,
     limit: int = 500,
+    with_assembly: bool = False,
 ) -> list[ModelRunRecord]:
     """Model runs of the account, or of one conversation, oldest first.
 
@@ -275,6 +276,7 @@ async def list_model_runs(
         account_id: the owning account.
         conversation_id: restrict to one conversation.
         limit: at most this many (the most recent ones).
+        with_assembly: only runs whose context assembly is stored (the limit counts these only).
 
     Returns:
         The runs, ordered by start time (then id).
@@ -282,5 +284,7 @@ async def list_model_runs(
     stmt = select(ModelRun).where(ModelRun.account_id == account_id)
     if conversation_id is not None:
         stmt = stmt.where(ModelRun.conversation_id == conversation_id)
+    if with_assembly:
+        stmt = stmt.where(ModelRun.context_assembly_id.is_not(None))
     rows = list(await session.scalars(stmt.order_by(ModelRun.started_at.desc(), ModelRun.id.desc()).limit(limit)))
     return [to_model_run(row) for row in reversed(rows)]

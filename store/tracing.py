@@ -49,26 +49,45 @@ def instrument_engine(engine: AsyncEngine) -> AsyncEngine:
     """
     sync_engine = engine.sync_engine
 
+    # A statement's span waits on its execution context; SQLAlchemy runs some statements (sequences, column
+    # defaults, dialect probes: Connection._cursor_execute) with none, and then it waits on the connection,
+    # which runs one statement at a time.
+    def _put(conn: Any, context: Any, span: Span) -> None:
+        if context is not None:
+            setattr(context, _SPAN_KEY, span)
+        else:
+            conn.info[_SPAN_KEY] = span
+
+    def _take(conn: Any, context: Any) -> Span | None:
+        if context is not None:
+            span: Span | None = getattr(context, _SPAN_KEY, None)
+            if span is not None:
+                delattr(context, _SPAN_KEY)
+            return span
+        return conn.info.pop(_SPAN_KEY, None) if conn is not None else None
+
     @event.listens_for(sync_engine, "before_cursor_execute")
     def _start(conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, executemany: bool) -> None:
         operation = _operation(statement)
         span = tracer().start_span(f"graph {operation}", attributes={
             "db.system.name": "postgresql", "db.operation.name": operation,
         })
-        if context is not None:
-            setattr(context, _SPAN_KEY, span)
+        _put(conn, context, span)
 
     @event.listens_for(sync_engine, "after_cursor_execute")
     def _end(conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, executemany: bool) -> None:
-        span: Span | None = getattr(context, _SPAN_KEY, None)
+        span = _take(conn, context)
         if span is not None:
             span.end()
 
     @event.listens_for(sync_engine, "handle_error")
     def _fail(exception_context: Any) -> None:
-        span: Span | None = getattr(exception_context.execution_context, _SPAN_KEY, None)
+        span = _take(exception_context.connection, exception_context.execution_context)
         if span is not None:
-            span.set_status(Status(StatusCode.ERROR, type(exception_context.original_exception).__name__))
+            error = exception_context.original_exception
+            # The exception's type only: a database error's message can quote row values (``DETAIL: Key ...``).
+            span.add_event("exception", {"exception.type": type(error).__qualname__})
+            span.set_status(Status(StatusCode.ERROR, type(error).__name__))
             span.end()
 
     return engine

@@ -23,6 +23,7 @@ import hashlib
 import hmac
 import os
 import secrets
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -42,6 +43,8 @@ _VERSION = "v1"
 def load_secret(home: Path) -> bytes:
     """The signing secret under ``home``, created (0600, 32 random bytes) on first use.
 
+    Creation is atomic: processes loading it at once all get the first writer's secret, never an empty file.
+
     Args:
         home: the ``DOSSIER_HOME`` folder.
 
@@ -50,18 +53,33 @@ def load_secret(home: Path) -> bytes:
     """
     path = home / SECRET_FILE
     home.mkdir(parents=True, exist_ok=True)
-    try:
-        # O_EXCL: two processes creating it at once agree on the first one's secret.
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        pass
-    else:
-        with os.fdopen(fd, "w") as f:
-            f.write(secrets.token_hex(32) + "\n")
+    if not path.exists():
+        _create_secret(path)
     value = path.read_text().strip()
     if len(value) < 32:
         raise ValueError(f"{path} holds no usable secret; delete it to create a new one")
     return value.encode()
+
+
+def _create_secret(path: Path) -> None:
+    """Write a fresh secret to ``path`` unless another process already has: the first writer wins.
+
+    The secret is written whole to a private (0600) temporary file next to ``path`` and then
+    hard-linked to ``path``; the link fails if ``path`` exists. So ``path`` appears with its
+    complete content or not at all, and a concurrent reader never sees it empty or half written.
+    """
+    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)  # mkstemp: mode 0600
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(secrets.token_hex(32) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        try:
+            os.link(temporary, path)
+        except FileExistsError:
+            pass  # another process created it first; everyone uses that one
+    finally:
+        os.unlink(temporary)
 
 
 def _sign(secret: bytes, body: str) -> str:

@@ -28,12 +28,13 @@ from policy.records import (
     ToolCallRecord,
     ToolMemoryRecord,
 )
-from store import branches, conversations, messages, tool_memories
+from store import branches, conversations, messages
 from store import tools as tool_store
 from store.assemblies import get_context_assembly
 from store.candidates import load_candidates
 from store.errors import ArtifactStoreError, NotFoundError
 from store.payloads import read_artifact_payload
+from store.provenance import walk_provenance
 from store.records import BranchRecord, ConversationRecord, ModelRunRecord, StoredContextAssembly
 
 RAW_SHOWN_BYTES = 16 * 1024
@@ -330,27 +331,32 @@ async def provenance(deps: GraphDeps, account_id: str, kind: str, record_id: str
     record_id = check_uuid(record_id, kind)
     found = Provenance(kind=kind, record_id=record_id)
     async with deps.sessions() as session:
+        # The chain is the audit's (store.provenance); the page adds what only it shows (raw bytes, arguments,
+        # attempts, a tool call's own artifact) and reads any record the walk did not reach (raising if gone).
+        chain = await walk_provenance(session, account_id, kind, record_id)
+
+        async def record(of_kind: str, one_id: str, getter: Any) -> Any:
+            reached = chain.get(of_kind, one_id)
+            return reached if reached is not None else await getter(session, account_id, one_id)
+
         branch_id: str | None = None
         run_ids: list[str] = []
         participant_ids: list[str] = []
         if kind == "memory":
-            found.memory = await tool_memories.get_tool_memory(session, account_id, record_id)
-            for artifact_id in found.memory.source_artifact_ids:
-                try:
-                    found.artifacts.append(await tool_store.get_artifact(session, account_id, artifact_id))
-                except NotFoundError:
-                    continue  # gone (deleted by retention): the memory's resolution says so
+            found.memory = chain.get(kind, record_id)
+            # Source artifacts gone (deleted by retention) are not in the chain: the memory's resolution says so.
+            found.artifacts = chain.of_kind("artifact")
             branch_id = found.memory.branch_id
             participant_ids.append(found.memory.owner_participant_id)
             run_ids.append(found.memory.model_run_id or "")
         elif kind == "artifact":
-            artifact = await tool_store.get_artifact(session, account_id, record_id)
+            artifact = chain.get(kind, record_id)
             found.artifacts.append(artifact)
             found.raw = await raw_bytes(deps, session, account_id, artifact)
             found.arguments = await tool_store.get_artifact_arguments(session, account_id, artifact.id)
             branch_id = artifact.branch_id
         elif kind == "tool_call":
-            call = await tool_store.get_tool_call(session, account_id, record_id)
+            call = chain.get(kind, record_id)
             found.tool_calls.append(call)
             found.history = await tool_store.get_tool_call_history(session, account_id, call.id)
             try:
@@ -359,22 +365,22 @@ async def provenance(deps: GraphDeps, account_id: str, kind: str, record_id: str
                 pass  # still open, or failed before a result was captured
             branch_id = call.branch_id
         else:
-            found.message = await messages.get_message(session, account_id, record_id)
+            found.message = chain.get(kind, record_id)
             branch_id = found.message.branch_id
             participant_ids.append(found.message.author_participant_id or "")
             run_ids.append(found.message.model_run_id or "")
         for artifact in found.artifacts:
             if kind != "tool_call":
-                found.tool_calls.append(await tool_store.get_tool_call(session, account_id, artifact.tool_call_id))
+                found.tool_calls.append(await record("tool_call", artifact.tool_call_id, tool_store.get_tool_call))
             participant_ids.append(artifact.owner_participant_id)
         for call in found.tool_calls:
             run_ids.append(call.model_run_id or "")
             participant_ids.append(call.participant_id)
         for run_id in dict.fromkeys(r for r in run_ids if r):
-            found.runs.append(await messages.get_model_run(session, account_id, run_id))
-        found.branch = await branches.get_branch(session, account_id, branch_id)
+            found.runs.append(await record("model_run", run_id, messages.get_model_run))
+        found.branch = await record("branch", branch_id, branches.get_branch)
         for participant_id in dict.fromkeys(p for p in participant_ids if p):
-            found.participants.append(await conversations.get_participant(session, account_id, participant_id))
+            found.participants.append(await record("participant", participant_id, conversations.get_participant))
     return found
 
 

@@ -6,6 +6,7 @@ callers catch one family::
 
     ServiceError
      ├── ServiceConfigError   unknown service name, missing binary, unusable data folder
+     │    └── SearchAttributesMissingError   Temporal lacks Dossier's search attributes and would not add them
      ├── ServiceStartError    a service did not come up; the message ends with its log tail
      │    ├── ServiceTimeoutError   it was started but did not answer in time
      │    └── ModelFileError        the local model's weights file cannot be provided
@@ -23,6 +24,27 @@ class ServiceError(Exception):
 
 class ServiceConfigError(ServiceError):
     """The request or the environment cannot work: bad name, missing binary, bad folder."""
+
+
+class SearchAttributesMissingError(ServiceConfigError):
+    """The Temporal namespace lacks Dossier's search attributes and would not register them.
+
+    Every workflow start names them, so nothing could start: the runtime stops at connect instead.
+
+    Attributes:
+        namespace: the Temporal namespace.
+        missing: the attribute names it lacks.
+    """
+
+    def __init__(self, namespace: str, missing: list[str], reason: str) -> None:
+        self.namespace = namespace
+        self.missing = tuple(missing)
+        names = " ".join(f"--name {name}" for name in missing)
+        super().__init__(
+            f"Temporal namespace {namespace!r} lacks the search attributes {', '.join(missing)} and they could not "
+            f"be registered ({reason}); register them as Keyword, e.g. `temporal operator search-attribute create "
+            f"--namespace {namespace} {names} --type Keyword` (or in your Temporal Cloud namespace's settings)"
+        )
 
 
 class ServiceStartError(ServiceError):

@@ -23,12 +23,14 @@ from sqlalchemy import select
 from activities.context import assemble_context
 from dossier import audit
 from dossier.client import DossierClient, InvalidInputError, UnknownIdError
+from dossier.inspector import reads
 from dossier.settings import Settings
 from harness.scenarios import scenario
 from harness.scenarios.runner import ScenarioOutcome, run_scenario
 from policy.enums import MessageRole, PrivacyClass
 from policy.versions import LEAN_POLICY
 from store import messages
+from store.errors import NotFoundError
 from store.models import ToolCall, ToolMemory
 
 
@@ -212,6 +214,25 @@ async def test_what_if_under_the_lean_policy_reports_the_known_diff(graph_deps) 
     assert unchanged.token_change == 0
 
 
+async def test_the_audit_and_the_inspector_read_one_provenance_walk(graph_deps) -> None:
+    outcome = await run_scenario(scenario("stale_connected_app_memory"), graph_deps)
+    calendar = await _memory(graph_deps, outcome, "calendar.list_events")
+    links = await audit.provenance(graph_deps, outcome.account_id, f"memory:{calendar}")
+    page = await reads.provenance(graph_deps, outcome.account_id, "memory", calendar)
+    assert page.memory is not None and page.branch is not None
+    shown = {("memory", page.memory.id), ("branch", page.branch.id), *(("artifact", a.id) for a in page.artifacts),
+             *(("tool_call", c.id) for c in page.tool_calls), *(("model_run", r.id) for r in page.runs),
+             *(("participant", p.id) for p in page.participants)}
+    assert [link.kind for link in links][:3] == ["memory", "artifact", "tool_call"]
+    assert {(link.kind, link.id) for link in links} == shown
+
+    # Another account's memory: no chain for the audit, not found for the inspector (as for an unknown id).
+    other = await run_scenario(scenario("stale_connected_app_memory"), graph_deps)
+    assert await audit.provenance(graph_deps, other.account_id, f"memory:{calendar}") == []
+    with pytest.raises(NotFoundError):
+        await reads.provenance(graph_deps, other.account_id, "memory", calendar)
+
+
 async def test_what_if_by_account_and_last_runs(graph_deps) -> None:
     outcome = await run_scenario(scenario("stale_connected_app_memory"), graph_deps)
     by_account = await audit.what_if(graph_deps, outcome.account_id, LEAN_POLICY.version, account=outcome.account_id)
@@ -219,6 +240,29 @@ async def test_what_if_by_account_and_last_runs(graph_deps) -> None:
     assert [r.before.model_run_id for r in by_account.runs] == [r.before.model_run_id for r in last.runs] == [
         outcome.model_run_id]
     assert by_account.totals == last.totals
+
+
+async def test_what_if_last_passes_over_newer_runs_without_an_assembly(graph_deps) -> None:
+    outcome = await run_scenario(scenario("stale_connected_app_memory"), graph_deps)
+    where = (outcome.account_id, outcome.conversation_id, outcome.boundary.branch_id, outcome.boundary.participant_id)
+
+    async def runs_without_an_assembly() -> None:  # runs that never got as far as assembling a context
+        async with graph_deps.sessions() as session, session.begin():
+            for _ in range(8):
+                await messages.start_model_run(session, *where)
+
+    await runs_without_an_assembly()
+    async with graph_deps.sessions() as session, session.begin():
+        second = await messages.start_model_run(session, *where)
+    await assemble_context(graph_deps, outcome.boundary.model_copy(
+        update={"model_run_id": second.id, "now": outcome.boundary.now + timedelta(minutes=1)}))
+    await runs_without_an_assembly()
+
+    newest = await audit.what_if(graph_deps, outcome.account_id, LEAN_POLICY.version, last=1)
+    assert [r.before.model_run_id for r in newest.runs] == [second.id]
+    for last in (2, 5):
+        report = await audit.what_if(graph_deps, outcome.account_id, LEAN_POLICY.version, last=last)
+        assert [r.before.model_run_id for r in report.runs] == [outcome.model_run_id, second.id]
 
 
 async def test_diff_of_consecutive_calls(graph_deps) -> None:

@@ -33,11 +33,16 @@ from temporalio.testing import WorkflowEnvironment
 from activities.deps import GraphDeps
 from activities.metrics import RuntimeMetrics
 from dossier.client import DossierClient, TurnOutcome
-from dossier.runtime import build_worker
+from dossier.runtime import build_worker, temporal_client
 from dossier.services.process import find_binary, free_ports
 from dossier.settings import Settings
 from dossier.telemetry import serve_metrics, tracing_interceptor
-from dossier.visibility import SEARCH_ATTRIBUTE_NAMES, ensure_search_attributes
+from dossier.visibility import (
+    SEARCH_ATTRIBUTE_NAMES,
+    SearchAttributesMissingError,
+    ensure_search_attributes,
+    knows_search_attribute,
+)
 from policy.enums import DecisionOutcome
 from provider_server import ProviderServer, Reply, openai_completion, openai_error
 from provider_turns import provider_dossier
@@ -360,6 +365,49 @@ async def test_a_server_without_the_search_attributes_gets_them_on_connect() -> 
             ListSearchAttributesRequest(namespace="default"))
         assert all(listed.custom_attributes[name] == IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD
                    for name in SEARCH_ATTRIBUTE_NAMES)
+    finally:
+        await env.shutdown()
+
+
+KEYWORD_LIMIT = 10
+"""The dev server's (SQLite visibility) limit on custom Keyword attributes per namespace: a server started with
+this many of its own has no room left, and refuses to register Dossier's."""
+
+
+async def test_a_server_that_refuses_the_search_attributes_stops_the_runtime_at_connect() -> None:
+    """A real refusal (the Keyword slots are full): a typed error naming them and how to register them."""
+    others = [arg for i in range(KEYWORD_LIMIT) for arg in ("--search-attribute", f"Other{i}=Keyword")]
+    env = await WorkflowEnvironment.start_local(dev_server_existing_path=str(find_binary("temporal")), ui=False,
+                                                dev_server_extra_args=others)
+    try:
+        settings = Settings(_env_file=None, temporal_address=env.client.service_client.config.target_host,
+                            temporal_namespace="default")
+        with pytest.raises(SearchAttributesMissingError) as refused:
+            await temporal_client(settings)
+        assert refused.value.missing == SEARCH_ATTRIBUTE_NAMES and refused.value.namespace == "default"
+        message = str(refused.value)
+        assert "cannot have more than 10 search attribute of type Keyword" in message  # the server's own reason
+        assert ("temporal operator search-attribute create --namespace default --name DossierConversationId "
+                "--name DossierBranchId --name DossierParticipantId --name DossierRuntimeKind --type Keyword") in message
+        # The visibility-query check (used where listing is refused) agrees: none of them is known.
+        assert [await knows_search_attribute(env.client, name) for name in SEARCH_ATTRIBUTE_NAMES] == [False] * 4
+    finally:
+        await env.shutdown()
+
+
+async def test_a_server_that_already_has_the_search_attributes_connects_without_registering() -> None:
+    """Full Keyword slots do not matter when Dossier's attributes are among them: nothing is added, no error."""
+    ours = [arg for name in SEARCH_ATTRIBUTE_NAMES for arg in ("--search-attribute", f"{name}=Keyword")]
+    others = [arg for i in range(KEYWORD_LIMIT - len(SEARCH_ATTRIBUTE_NAMES))
+              for arg in ("--search-attribute", f"Other{i}=Keyword")]
+    env = await WorkflowEnvironment.start_local(dev_server_existing_path=str(find_binary("temporal")), ui=False,
+                                                dev_server_extra_args=ours + others)
+    try:
+        assert await ensure_search_attributes(env.client, "default") == []
+        assert [await knows_search_attribute(env.client, name) for name in SEARCH_ATTRIBUTE_NAMES] == [True] * 4
+        client = await temporal_client(Settings(_env_file=None,
+                                                temporal_address=env.client.service_client.config.target_host))
+        assert client.namespace == "default"
     finally:
         await env.shutdown()
 

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import multiprocessing
+import secrets
 import stat
 import uuid
 from pathlib import Path
 
 import pytest
 
+from dossier.inspector import auth
 from dossier.inspector.auth import SECRET_FILE, TOKEN_TTL_SECONDS, issue_token, load_secret, verify_token
 
 ACCOUNT = str(uuid.uuid4())
@@ -17,6 +20,45 @@ def test_the_secret_is_created_once_and_readable_by_its_owner_only(tmp_path: Pat
     first = load_secret(tmp_path)
     assert load_secret(tmp_path) == first and len(first) >= 32
     assert stat.S_IMODE((tmp_path / SECRET_FILE).stat().st_mode) == 0o600
+
+
+def test_a_reader_while_the_secret_is_being_written_gets_the_complete_secret(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Deterministic interleaving: while the first process is generating its secret, a second one loads it.
+    seen: list[bytes] = []
+    token_hex = secrets.token_hex
+
+    def token_hex_with_a_concurrent_reader(nbytes: int) -> str:
+        monkeypatch.setattr(auth.secrets, "token_hex", token_hex)
+        seen.append(load_secret(tmp_path))
+        return token_hex(nbytes)
+
+    monkeypatch.setattr(auth.secrets, "token_hex", token_hex_with_a_concurrent_reader)
+    first = load_secret(tmp_path)
+    assert seen == [first] and len(first) >= 32
+    assert stat.S_IMODE((tmp_path / SECRET_FILE).stat().st_mode) == 0o600
+    assert [p.name for p in tmp_path.iterdir()] == [SECRET_FILE]
+
+
+def _load_after(barrier: "multiprocessing.synchronize.Barrier", home: str, results: "multiprocessing.Queue[bytes | str]") -> None:
+    barrier.wait()
+    try:
+        results.put(load_secret(Path(home)))
+    except ValueError as e:
+        results.put(str(e))
+
+
+def test_processes_creating_the_secret_at_once_all_get_the_same_one(tmp_path: Path) -> None:
+    processes = 8
+    context = multiprocessing.get_context("spawn")
+    barrier, results = context.Barrier(processes), context.Queue()
+    workers = [context.Process(target=_load_after, args=(barrier, str(tmp_path), results)) for _ in range(processes)]
+    for worker in workers:
+        worker.start()
+    loaded = [results.get() for _ in workers]
+    for worker in workers:
+        worker.join()
+    assert loaded == [load_secret(tmp_path)] * processes
 
 
 def test_a_token_names_its_account_for_a_week(tmp_path: Path) -> None:
