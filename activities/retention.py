@@ -15,7 +15,6 @@ start-to-close runs out.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -24,6 +23,7 @@ from temporalio import activity
 
 from activities.deps import GraphDeps
 from activities.errors import sorted_failures
+from activities.heartbeat import heartbeating as beat_while
 from activities.ingest import memory_id_for
 from contracts import (
     AccountDeletionStepInput,
@@ -35,30 +35,15 @@ from policy.retention import RecordKind
 from store import account_deletion
 from store.retention import collect_batch
 
+T = TypeVar("T")
+
 STEP_HEARTBEAT_SECONDS = 2.0
 """How often a running batch heartbeats (well inside the workflows' heartbeat timeout)."""
 
-T = TypeVar("T")
-
 
 async def heartbeating(step: Awaitable[T]) -> T:
-    """Run one batch, heartbeating when it starts and while it runs.
-
-    Called outside an activity (a harness, a test), it just runs the batch.
-    """
-    task = asyncio.ensure_future(step)
-    try:
-        if not activity.in_activity():
-            return await task
-        activity.heartbeat()
-        while True:
-            done, _ = await asyncio.wait({task}, timeout=STEP_HEARTBEAT_SECONDS)
-            if done:
-                return task.result()
-            activity.heartbeat()
-    finally:
-        if not task.done():  # the attempt was cancelled (heartbeat timeout, worker stopping): stop the batch too
-            task.cancel()
+    """Run one batch, heartbeating when it starts and every :data:`STEP_HEARTBEAT_SECONDS` while it runs."""
+    return await beat_while(step, STEP_HEARTBEAT_SECONDS, at_start=True)
 
 
 @dataclass

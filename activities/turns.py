@@ -20,7 +20,6 @@ the call's result (see :meth:`TurnActivities.execute_tool`).
 
 from __future__ import annotations
 
-import asyncio
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
@@ -35,6 +34,7 @@ from temporalio.exceptions import ApplicationError
 from activities.context import assemble_context as assemble_graph_context
 from activities.deps import GraphDeps
 from activities.errors import is_retryable, sorted_failures
+from activities.heartbeat import heartbeating
 from activities.ingest import (
     Ingested,
     ToolOutcome,
@@ -514,18 +514,7 @@ class TurnActivities:
 
 async def _heartbeating(call: Awaitable[Any]) -> Any:
     """Await a provider call, heartbeating meanwhile so a worker that died mid-call is noticed early."""
-    task = asyncio.ensure_future(call)
-    try:
-        if not activity.in_activity():  # called directly (a harness, a test): nobody to heartbeat to
-            return await task
-        while True:
-            done, _ = await asyncio.wait({task}, timeout=HEARTBEAT_SECONDS)
-            if done:
-                return task.result()
-            activity.heartbeat()
-    finally:
-        if not task.done():  # the attempt was cancelled (timed out, worker stopping): drop the request too
-            task.cancel()
+    return await heartbeating(call, HEARTBEAT_SECONDS)
 
 
 def _context_too_long(error: ContextTooLongError, stored: StoredContextAssembly) -> ApplicationError:
