@@ -38,9 +38,10 @@ from openai import OpenAI
 from temporalio.testing import WorkflowEnvironment
 
 from activities.deps import GraphDeps
+from activities.providers.factory import ModelProviders
 from dossier.client import DossierClient, TurnOutcome, run_usage
 from dossier.commands import demo_local
-from dossier.runtime import build_worker, model_providers
+from dossier.runtime import build_worker, model_providers, providers_config
 from dossier.services import Endpoints, ensure_services, services_status, stop_services
 from dossier.services.llm import healthy
 from dossier.settings import Settings
@@ -430,7 +431,11 @@ async def test_an_anthropic_turn_through_temporal_against_a_real_messages_api_se
     task_queue = f"anthropic-{uuid.uuid4().hex[:8]}"
     settings = Settings(_env_file=None, temporal_task_queue=task_queue, anthropic_api_key="not-needed",
                         anthropic_base_url=llm.llm_url.removesuffix("/v1"))
-    providers = model_providers(settings)
+    # Temperature 0, as the local route has by default: with the server's own sampling the 1.5B model
+    # sometimes ends the turn with an empty text block after the tool result (seen in CI).
+    config = providers_config(settings)
+    providers = ModelProviders(config.model_copy(update={
+        "anthropic": config.anthropic.model_copy(update={"temperature": 0.0})}))
     async with graph_deps.sessions() as session, session.begin():
         account = await conversations.create_account(session, name="anthropic turn")
     client = DossierClient(deps=graph_deps, temporal=temporal_env.client, settings=settings, account_id=account,
