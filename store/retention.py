@@ -97,7 +97,7 @@ _TABLES: dict[RecordKind, Any] = {
 }
 
 
-# --------------------------------------------------------------------------- writing the rule
+# --------------------------------------------------------------------------- the rule a record is written with
 
 
 @translate_errors
@@ -107,18 +107,6 @@ async def participant_retention(session: AsyncSession, account_id: str, particip
         Participant.account_id == account_id, Participant.id == participant_id))
     found = (config or {}).get("retention")
     return RetentionSpec.model_validate(found) if found else None
-
-
-@translate_errors
-async def set_retention(session: AsyncSession, account_id: str, kind: RecordKind, row_id: str,
-                        rule: RetentionRule) -> None:
-    """Write the rule a record is kept under (when it is written; a keep rule writes nothing)."""
-    if rule.kind is RetentionClass.KEEP:
-        return
-    table = _TABLES[kind]
-    pk = table.id
-    await session.execute(update(table).where(table.account_id == account_id, pk == row_id).values(
-        retention=rule.kind.value, retention_days=rule.after_days))
 
 
 # --------------------------------------------------------------------------- reference counting
@@ -497,7 +485,6 @@ __all__ = [
     "object_still_needed",
     "participant_retention",
     "redact_call_arguments",
-    "set_retention",
     "trace_dropped",
     "unlink_memory",
 ]

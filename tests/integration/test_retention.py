@@ -221,6 +221,46 @@ async def test_the_agent_override_beats_the_tool_spec(worker: tuple[GraphDeps, s
     assert await keeper.payload(ingested.artifact.id) == b'{"kept": "by the agent"}'
 
 
+async def test_the_rule_is_read_once_and_written_by_the_inserts(worker: tuple[GraphDeps, str],
+                                                                 temporal_env: WorkflowEnvironment) -> None:
+    """One read of the participant's retention per captured call and per assembly, and no UPDATE after the
+    INSERTs: the artifact, memory and assembly rows are inserted with their rule."""
+    deps, task_queue = worker
+    agent = {"agent": "brief", "retention": {"memories": {"kind": "redact", "after_days": 3},
+                                             "traces": {"kind": "redact", "after_days": 7}}}
+    ruled = await _account(deps, temporal_env, task_queue, config=agent)
+    statements: list[str] = []
+
+    def count(conn, cursor, statement, parameters, context, executemany) -> None:  # noqa: ANN001, ARG001
+        statements.append(" ".join(statement.split()))
+
+    def participant_reads() -> int:
+        return sum(1 for s in statements if s.startswith("SELECT participants.config"))
+
+    def retention_updates() -> list[str]:
+        return [s for s in statements if s.startswith("UPDATE") and "retention" in s.split(" WHERE ")[0]]
+
+    engine = deps.sessions.kw["bind"].sync_engine
+    event.listen(engine, "before_cursor_execute", count)
+    try:
+        ingested = await ruled.call("t.delete", b'{"v": 1}')
+        assert (participant_reads(), retention_updates()) == (1, [])
+        statements.clear()
+        boundary = GenerationBoundary(account_id=ruled.account_id, conversation_id=ruled.conversation_id,
+                                      branch_id=ruled.branch_id, participant_id=ruled.assistant_id,
+                                      runtime_kind=RuntimeKind.CHAT, provider_route="local", now=T0)
+        assembled = await assemble_context(deps, boundary)
+        assert (participant_reads(), retention_updates()) == (1, [])
+    finally:
+        event.remove(engine, "before_cursor_execute", count)
+    artifact = await ruled.row(ToolArtifact, ingested.artifact.id)
+    memory = await ruled.row(ToolMemory, ingested.memory.id)
+    trace = await ruled.row(ContextAssembly, assembled.assembly_id)
+    assert (artifact.retention, artifact.retention_days) == ("delete", 30)  # the tool's rule
+    assert (memory.retention, memory.retention_days) == ("redact", 3)  # the agent's override
+    assert (trace.retention, trace.retention_days) == ("redact", 7)
+
+
 async def test_redacted_and_deleted_results_take_their_calls_arguments_with_them(account: Account) -> None:
     """The arguments can hold what the result held (a name searched for): they go with it, on the call's row
     and in the assistant message that wrote the call; the name, call id and a sha256 of the original stay."""
