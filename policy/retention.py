@@ -221,6 +221,44 @@ def redacted_arguments(arguments: Mapping[str, Any]) -> dict[str, Any]:
     return {ARGUMENTS_REDACTED_KEY: ARGUMENTS_REDACTED, "sha256": digest}
 
 
+RESULT_REMOVED_TEXT = ("Result removed by retention (rule: delete): nothing of what the call returned is kept. "
+                       "Do not assume what it returned.")
+"""What a call whose result retention deleted shows in place of the result (never "no result yet")."""
+
+
+def result_removed(status: str, arguments: Mapping[str, Any], has_result: bool) -> bool:
+    """Whether a call's result was deleted by retention: the call ended, its result is gone, its arguments
+    are the marker (a deleted result takes its call's arguments with it, in the same transaction).
+
+    Args:
+        status: the call's status (``succeeded`` or ``failed`` for a call that ended).
+        arguments: the call's arguments as stored.
+        has_result: whether the call's artifact is in the graph.
+    """
+    return not has_result and status in ("succeeded", "failed") and arguments_redacted(arguments)
+
+
+def redacted_title(tool_name: str, title: str, summary: str) -> tuple[str, str]:
+    """A memory's title and summary without the call's arguments, once retention took them from the call.
+
+    A derived memory's title is ``name(arguments)`` and its summary starts with the title
+    (:func:`policy.derive.derive_memory`); both then read ``name(arguments redacted by retention)``. A title
+    of another form (a promoted subagent report's) names no call arguments and is left as it is.
+
+    Args:
+        tool_name: the tool the memory's source call ran.
+        title: the memory's title.
+        summary: the memory's summary.
+
+    Returns:
+        ``(title, summary)``.
+    """
+    if not title.startswith(f"{tool_name}("):
+        return title, summary
+    bare = f"{tool_name}({ARGUMENTS_REDACTED})"
+    return bare, bare + summary[len(title):] if summary.startswith(title) else summary
+
+
 __all__ = [
     "ARGUMENTS_REDACTED",
     "ARGUMENTS_REDACTED_KEY",
@@ -228,6 +266,7 @@ __all__ = [
     "RAW_ARCHIVED_REASON",
     "RAW_REDACTED_REASON",
     "REDACTED_MARKER",
+    "RESULT_REMOVED_TEXT",
     "RecordKind",
     "RetentionAction",
     "RetentionClass",
@@ -238,5 +277,7 @@ __all__ = [
     "due_at",
     "effective_rule",
     "redacted_arguments",
+    "redacted_title",
+    "result_removed",
     "retention_action",
 ]

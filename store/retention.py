@@ -46,6 +46,7 @@ from policy.retention import (
     RetentionSpec,
     RetentionState,
     redacted_arguments,
+    redacted_title,
     retention_action,
 )
 from store._sql import translate_errors
@@ -274,7 +275,7 @@ async def _apply_artifact(sessions: Any, artifacts: ArtifactStore, account_id: s
     async with sessions() as session:
         row = (await session.execute(select(
             ToolArtifact.storage, ToolArtifact.storage_key, ToolArtifact.sha256, ToolArtifact.content_type,
-            ToolArtifact.retention_state, ToolArtifact.tool_call_id,
+            ToolArtifact.retention_state, ToolArtifact.tool_call_id, ToolArtifact.tool_name,
         ).where(ToolArtifact.account_id == account_id, ToolArtifact.id == artifact_id))).first()
     if row is None:
         return "gone"  # deleted since the batch was read
@@ -297,8 +298,11 @@ async def _apply_artifact(sessions: Any, artifacts: ArtifactStore, account_id: s
         keys.append(object_key(account_id, handle_sha))
     await _release_objects(sessions, artifacts, account_id, artifact_id, keys)
     async with sessions() as session, session.begin():
-        # The call that produced the content loses its arguments in the same transaction as the row's end state.
+        # The call that produced the content loses its arguments in the same transaction as the row's end state,
+        # and so do the titles of the memories built from it (``name(arguments)``; hash-only blanks them below).
         await redact_call_arguments(session, account_id, row.tool_call_id)
+        if action is not RetentionAction.HASH_ONLY:
+            await retitle_memories(session, account_id, artifact_id, row.tool_name)
         if action is RetentionAction.DELETE:
             # A recall of it keeps what the model asked for and the decision, not a pointer to nothing.
             await session.execute(update(EvidenceRequest).where(
@@ -380,6 +384,30 @@ async def redact_call_arguments(session: AsyncSession, account_id: str, tool_cal
         if rewritten != calls:
             await session.execute(update(Message).where(
                 Message.account_id == account_id, Message.id == message_id).values(tool_calls=rewritten))
+            changed += 1
+    return changed
+
+
+@translate_errors
+async def retitle_memories(session: AsyncSession, account_id: str, artifact_id: str, tool_name: str) -> int:
+    """Take the call's arguments out of the titles (and summaries) of the memories citing an artifact.
+
+    A derived memory's title is ``name(arguments)``: once retention took the arguments from the call,
+    its title reads ``name(arguments redacted by retention)`` (:func:`policy.retention.redacted_title`);
+    the rest of the compact text stays until the memory's own rule takes it. Idempotent.
+
+    Returns:
+        How many memories were changed.
+    """
+    rows = (await session.execute(select(ToolMemory.id, ToolMemory.title, ToolMemory.summary).where(
+        ToolMemory.account_id == account_id, ToolMemory.source_artifact_ids.contains([artifact_id])))).all()
+    changed = 0
+    for memory_id, title, summary in rows:
+        new_title, new_summary = redacted_title(tool_name, title, summary)
+        if (new_title, new_summary) != (title, summary):
+            await session.execute(update(ToolMemory).where(
+                ToolMemory.account_id == account_id, ToolMemory.id == memory_id).values(
+                title=new_title, summary=new_summary))
             changed += 1
     return changed
 
@@ -485,6 +513,7 @@ __all__ = [
     "object_still_needed",
     "participant_retention",
     "redact_call_arguments",
+    "retitle_memories",
     "trace_dropped",
     "unlink_memory",
 ]

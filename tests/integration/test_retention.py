@@ -37,6 +37,7 @@ from policy.retention import (
     RAW_ARCHIVED_REASON,
     RAW_REDACTED_REASON,
     REDACTED_MARKER,
+    RESULT_REMOVED_TEXT,
     RecordKind,
     RetentionSpec,
 )
@@ -312,9 +313,18 @@ async def test_redacted_and_deleted_results_take_their_calls_arguments_with_them
                 assert arguments == {"patient": f"Jane Roe {name}"}
             else:
                 assert arguments["redacted_by_retention"] == ARGUMENTS_REDACTED
-        # hash-only leaves nothing of them anywhere (under redact and delete the memory's compact text, whose
-        # title may name them, stays until the memory's own rule takes it: README "Retention and deletion").
-        assert "Jane Roe hash" not in json.dumps(rendered)
+        # Nothing of them anywhere: the memories' titles (``name(arguments)``) lost them with the call, and
+        # under redact and delete the rest of the compact text stays (README "Retention and deletion").
+        for name in ("redact", "hash", "delete"):
+            assert f"Jane Roe {name}" not in json.dumps(rendered)
+        # The call whose result was deleted says so; it never reads as a call still waiting for its result.
+        results = [m.get("content") for m in rendered if m.get("role") == "tool"]
+        assert RESULT_REMOVED_TEXT in results and not any("No result yet" in (r or "") for r in results)
+    for name in ("redact", "delete"):
+        memory = await account.row(ToolMemory, made[name].memory.id)
+        assert memory.title == f"t.{name}({ARGUMENTS_REDACTED})" and memory.summary.startswith(memory.title)
+        assert f"Jane Roe {name}" not in json.dumps([memory.title, memory.summary, memory.payload])
+    assert "Jane Roe keep" in (await account.row(ToolMemory, made["keep"].memory.id)).title
 
 
 async def test_a_deleted_memory_or_artifact_leaves_no_id_behind_in_links_or_recalls(account: Account) -> None:

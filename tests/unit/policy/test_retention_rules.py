@@ -23,6 +23,8 @@ from policy.retention import (
     due_at,
     effective_rule,
     redacted_arguments,
+    redacted_title,
+    result_removed,
     retention_action,
 )
 from policy.tools import ToolSpec
@@ -135,3 +137,29 @@ def test_a_call_whose_arguments_were_redacted_says_so_in_its_line() -> None:
                           participant_id="p", last_error="timeout")
     line = tool_call_line(call, ShortIds(["tc-1"]), 200)
     assert f"crm.lookup({ARGUMENTS_REDACTED})" in line and "sha256" not in line
+
+
+@pytest.mark.parametrize(("title", "summary", "expected"), [
+    ("crm.lookup(patient=Jane Roe)", "crm.lookup(patient=Jane Roe) → 3 visits",
+     (f"crm.lookup({ARGUMENTS_REDACTED})", f"crm.lookup({ARGUMENTS_REDACTED}) → 3 visits")),
+    ("crm.lookup(patient=Jane Roe)", "another form of summary",
+     (f"crm.lookup({ARGUMENTS_REDACTED})", "another form of summary")),
+    (f"crm.lookup({ARGUMENTS_REDACTED})", f"crm.lookup({ARGUMENTS_REDACTED}) → 3 visits",  # idempotent
+     (f"crm.lookup({ARGUMENTS_REDACTED})", f"crm.lookup({ARGUMENTS_REDACTED}) → 3 visits")),
+    ("subagent report: triage", "the report", ("subagent report: triage", "the report")),  # names no arguments
+    ("[redacted by retention]", "[redacted by retention]", ("[redacted by retention]", "[redacted by retention]")),
+])
+def test_a_memory_title_loses_the_calls_arguments(title: str, summary: str, expected: tuple[str, str]) -> None:
+    assert redacted_title("crm.lookup", title, summary) == expected
+
+
+@pytest.mark.parametrize(("status", "arguments", "has_result", "expected"), [
+    ("succeeded", redacted_arguments({"q": "x"}), False, True),
+    ("failed", redacted_arguments({"q": "x"}), False, True),
+    ("succeeded", redacted_arguments({"q": "x"}), True, False),  # redacted or hash-only: the row stays
+    ("succeeded", {"q": "x"}, False, False),  # not captured (yet): not retention's doing
+    ("pending", redacted_arguments({"q": "x"}), False, False),
+])
+def test_a_deleted_result_is_told_apart_from_a_missing_one(status: str, arguments: dict, has_result: bool,
+                                                          expected: bool) -> None:
+    assert result_removed(status, arguments, has_result) is expected
