@@ -172,7 +172,7 @@ async def test_each_class_applies_after_its_period_and_not_before(account: Accou
         == b'{"tool": "archive", "v": 1}'
     assert not await _exists(account.deps, account.account_id, keys["archive"])
 
-    # redact: bytes gone, row (hash, size) and the memory's compact text kept.
+    # redact: bytes gone, row (hash, size) and the memory's compact text kept, less the call's arguments.
     with pytest.raises(ArtifactRetainedError) as redacted:
         await account.payload(redact)
     assert redacted.value.reason == RAW_REDACTED_REASON
@@ -180,7 +180,8 @@ async def test_each_class_applies_after_its_period_and_not_before(account: Accou
     assert (row.retention_state, row.storage_key, row.result_bytes) == ("redacted", None, len(b'{"tool": "redact", "v": 1}'))
     assert not await _exists(account.deps, account.account_id, keys["redact"])
     memory = await account.row(ToolMemory, made["redact"].memory.id)
-    assert memory.summary == made["redact"].memory.summary and memory.source_artifact_ids == [redact]
+    assert memory.summary == made["redact"].memory.summary.replace("(q=t.redact)", f"({ARGUMENTS_REDACTED})")
+    assert memory.source_artifact_ids == [redact]
 
     # hash-only: bytes gone, sha256 and size kept, and nothing of the content in the memory either.
     row = await account.row(ToolArtifact, hash_only)
