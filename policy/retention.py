@@ -37,7 +37,7 @@ stay: such an assembly is no longer replayable byte for byte, and says so
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
@@ -238,6 +238,24 @@ def result_removed(status: str, arguments: Mapping[str, Any], has_result: bool) 
     return not has_result and status in ("succeeded", "failed") and arguments_redacted(arguments)
 
 
+POINTER_REMOVED = "pointer removed by retention"
+"""What a recall's JSON pointer reads once the raw result it pointed into was removed (a pointer names keys of
+the result: content)."""
+
+
+def scrubbed_reason(reason: str, pointers: Iterable[str]) -> str:
+    """A decision's reason without the JSON pointers of a removed result.
+
+    A recall's or rehydration's reason names its locator in parentheses (``exact evidence requested
+    (/patients/Jane Roe), up to 4096 bytes``: :func:`policy.rehydration.describe`); each such pointer becomes
+    :data:`POINTER_REMOVED`. Ids, counts and the rest of the reason stay. Idempotent.
+    """
+    for pointer in sorted(set(pointers), key=lambda p: (-len(p), p)):
+        if pointer:
+            reason = reason.replace(f"({pointer})", f"({POINTER_REMOVED})")
+    return reason
+
+
 def redacted_title(tool_name: str, title: str, summary: str) -> tuple[str, str]:
     """A memory's title and summary without the call's arguments, once retention took them from the call.
 
@@ -263,6 +281,7 @@ __all__ = [
     "ARGUMENTS_REDACTED",
     "ARGUMENTS_REDACTED_KEY",
     "KEEP",
+    "POINTER_REMOVED",
     "RAW_ARCHIVED_REASON",
     "RAW_REDACTED_REASON",
     "REDACTED_MARKER",
@@ -280,4 +299,5 @@ __all__ = [
     "redacted_title",
     "result_removed",
     "retention_action",
+    "scrubbed_reason",
 ]

@@ -38,6 +38,7 @@ from policy.derive import FILE_CONTENT_TYPE
 from policy.enums import ResolutionStatus
 from policy.records import canonical_json
 from policy.retention import (
+    POINTER_REMOVED,
     REDACTED_MARKER,
     RecordKind,
     RetentionAction,
@@ -48,6 +49,7 @@ from policy.retention import (
     redacted_arguments,
     redacted_title,
     retention_action,
+    scrubbed_reason,
 )
 from store._sql import translate_errors
 from store.artifacts import ArtifactStore, object_key
@@ -57,6 +59,7 @@ from store.models import (
     EvidenceRequest,
     Message,
     Participant,
+    PolicyDecision,
     ToolArtifact,
     ToolCall,
     ToolMemory,
@@ -303,6 +306,8 @@ async def _apply_artifact(sessions: Any, artifacts: ArtifactStore, account_id: s
         await redact_call_arguments(session, account_id, row.tool_call_id)
         if action is not RetentionAction.HASH_ONLY:
             await retitle_memories(session, account_id, artifact_id, row.tool_name)
+        # Recalls and decisions keep the artifact's id (audit: an id reveals nothing), not the pointers into it.
+        await scrub_recall_pointers(session, account_id, artifact_id)
         if action is RetentionAction.DELETE:
             # A recall of it keeps what the model asked for and the decision, not a pointer to nothing.
             await session.execute(update(EvidenceRequest).where(
@@ -413,6 +418,52 @@ async def retitle_memories(session: AsyncSession, account_id: str, artifact_id: 
 
 
 @translate_errors
+async def scrub_recall_pointers(session: AsyncSession, account_id: str, artifact_id: str) -> int:
+    """Take the JSON pointers into an artifact out of its recalls and the decisions about it.
+
+    A pointer names keys of the raw result (``/patients/Jane Roe``): once retention removed the result, its
+    recalls (``evidence_requests``: locator and decision) and the policy decisions about the artifact keep
+    the ids and what was decided, with :data:`policy.retention.POINTER_REMOVED` for the pointer
+    (:func:`policy.retention.scrubbed_reason`). Run before a deleted artifact's id is cleared from its recalls.
+    Idempotent.
+
+    Returns:
+        How many rows were changed.
+    """
+    recalls = (await session.execute(select(EvidenceRequest.id, EvidenceRequest.locator, EvidenceRequest.decision)
+                                     .where(EvidenceRequest.account_id == account_id,
+                                            EvidenceRequest.artifact_id == artifact_id))).all()
+    pointers = {locator["pointer"] for _, locator, _ in recalls
+                if isinstance(locator, dict) and locator.get("kind") == "json_pointer"
+                and isinstance(locator.get("pointer"), str) and locator["pointer"] != POINTER_REMOVED}
+    if not pointers:
+        return 0
+    changed = 0
+    for recall_id, locator, decision in recalls:
+        values: dict[str, Any] = {}
+        if isinstance(locator, dict) and locator.get("pointer") in pointers:
+            values["locator"] = {**locator, "pointer": POINTER_REMOVED}
+        reason = (decision or {}).get("reason")
+        if isinstance(reason, str) and scrubbed_reason(reason, pointers) != reason:
+            values["decision"] = {**decision, "reason": scrubbed_reason(reason, pointers)}
+        if values:
+            await session.execute(update(EvidenceRequest).where(
+                EvidenceRequest.account_id == account_id, EvidenceRequest.id == recall_id).values(**values))
+            changed += 1
+    decided = (await session.execute(select(
+        PolicyDecision.context_assembly_id, PolicyDecision.ordinal, PolicyDecision.reason).where(
+        PolicyDecision.account_id == account_id, PolicyDecision.subject_ref == f"artifact:{artifact_id}"))).all()
+    for assembly_id, ordinal, reason in decided:
+        scrubbed = scrubbed_reason(reason, pointers)
+        if scrubbed != reason:
+            await session.execute(update(PolicyDecision).where(
+                PolicyDecision.account_id == account_id, PolicyDecision.context_assembly_id == assembly_id,
+                PolicyDecision.ordinal == ordinal).values(reason=scrubbed))
+            changed += 1
+    return changed
+
+
+@translate_errors
 async def mark_missing_source(session: AsyncSession, account_id: str, artifact_id: str) -> int:
     """Mark every memory citing an artifact ``missing_source`` (before the artifact is deleted).
 
@@ -514,6 +565,7 @@ __all__ = [
     "participant_retention",
     "redact_call_arguments",
     "retitle_memories",
+    "scrub_recall_pointers",
     "trace_dropped",
     "unlink_memory",
 ]

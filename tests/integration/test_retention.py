@@ -28,14 +28,15 @@ from activities.ingest import ToolOutcome, begin_tool_call, ingest_tool_result, 
 from dossier.retention import ensure_retention_schedule, retention_schedule_id, run_retention
 from dossier.runtime import build_worker
 from policy.derive import FILE_CONTENT_TYPE
-from policy.enums import MessageRole, ResolutionStatus, RuntimeKind, ToolCallStatus
-from policy.records import GenerationBoundary
+from policy.enums import DecisionOutcome, MessageRole, ResolutionStatus, RuntimeKind, ToolCallStatus
+from policy.records import GenerationBoundary, PolicyDecisionRecord
 from policy.legacy import legacy_messages
 from policy.records import canonical_json
 from policy.retention import (
     ARGUMENTS_REDACTED,
     RAW_ARCHIVED_REASON,
     RAW_REDACTED_REASON,
+    POINTER_REMOVED,
     REDACTED_MARKER,
     RESULT_REMOVED_TEXT,
     RecordKind,
@@ -383,6 +384,44 @@ async def test_a_deleted_memory_or_artifact_leaves_no_id_behind_in_links_or_reca
         stored = json.dumps(await session.scalar(select(ContextAssembly.messages).where(
             ContextAssembly.id == assembled.assembly_id)))
     assert new_id[:8] not in stored
+
+
+async def test_recalls_and_decisions_keep_a_removed_results_id_and_lose_its_pointers(account: Account) -> None:
+    """Ids stay for audit (an id reveals nothing); a JSON pointer names keys of the result, so it goes with it:
+    from the recall's locator and decision and from the assemblies' decisions about the artifact."""
+    gone = await account.call("t.delete", b'{"patients": {"Jane Roe": 3}}', arguments={"subject": "visits"})
+    pointer, subject = "/patients/Jane Roe", f"artifact:{gone.artifact.id}"
+    recall = await begin_tool_call(account.deps, account.account_id, account.conversation_id, account.branch_id,
+                                   account.assistant_id, call_id=f"call_{uuid.uuid4().hex}", name="recall",
+                                   arguments={"id": gone.artifact.id}, runtime_kind=RuntimeKind.CHAT, at=T0)
+    async with account.deps.sessions() as session, session.begin():
+        session.add(EvidenceRequest(
+            id=str(uuid.uuid4()), account_id=account.account_id, conversation_id=account.conversation_id,
+            branch_id=account.branch_id, participant_id=account.assistant_id, tool_call_id=recall.id,
+            requested_ref=f"a:{gone.artifact.id[:8]}", artifact_id=gone.artifact.id, outcome="rehydrated",
+            locator={"artifact_id": gone.artifact.id, "kind": "json_pointer", "pointer": pointer},
+            decision={"kind": "recall", "subject_ref": subject, "outcome": "rehydrated", "omission": None,
+                      "reason": f"recall of exact evidence ({pointer}): 1 of at most 4096 bytes",
+                      "policy_version": "t"}, bytes_served=1))
+    boundary = GenerationBoundary(account_id=account.account_id, conversation_id=account.conversation_id,
+                                  branch_id=account.branch_id, participant_id=account.assistant_id,
+                                  runtime_kind=RuntimeKind.CHAT, provider_route="local", now=T0)
+    assembled = await assemble_context(account.deps, boundary, extra_decisions=(PolicyDecisionRecord(
+        kind="rehydration", subject_ref=subject, outcome=DecisionOutcome.REHYDRATED,
+        reason=f"exact evidence requested ({pointer}), up to 4096 bytes", policy_version="t"),))
+
+    await account.collect(days=31)
+
+    async with account.deps.sessions() as session:
+        asked = await session.scalar(select(EvidenceRequest).where(EvidenceRequest.tool_call_id == recall.id))
+        decisions = (await session.execute(select(PolicyDecision.subject_ref, PolicyDecision.reason).where(
+            PolicyDecision.account_id == account.account_id))).all()
+    assert asked.artifact_id is None and asked.decision["subject_ref"] == subject  # the id, for audit
+    assert asked.locator["pointer"] == POINTER_REMOVED
+    assert asked.decision["reason"] == f"recall of exact evidence ({POINTER_REMOVED}): 1 of at most 4096 bytes"
+    assert (subject, f"exact evidence requested ({POINTER_REMOVED}), up to 4096 bytes") in decisions
+    assert "Jane Roe" not in json.dumps([asked.locator, asked.decision, [tuple(d) for d in decisions]])
+    assert assembled.assembly_id
 
 
 # --------------------------------------------------------------------------- shared objects and citations

@@ -23,9 +23,11 @@ from policy.retention import (
     due_at,
     effective_rule,
     redacted_arguments,
+    POINTER_REMOVED,
     redacted_title,
     result_removed,
     retention_action,
+    scrubbed_reason,
 )
 from policy.tools import ToolSpec
 
@@ -163,3 +165,16 @@ def test_a_memory_title_loses_the_calls_arguments(title: str, summary: str, expe
 def test_a_deleted_result_is_told_apart_from_a_missing_one(status: str, arguments: dict, has_result: bool,
                                                           expected: bool) -> None:
     assert result_removed(status, arguments, has_result) is expected
+
+
+@pytest.mark.parametrize(("reason", "expected"), [
+    ("exact evidence requested (/patients/Jane Roe), up to 4096 bytes",
+     f"exact evidence requested ({POINTER_REMOVED}), up to 4096 bytes"),
+    ("recall of exact evidence (/patients/Jane Roe/0): 9 of at most 10 bytes",  # the longer pointer first
+     f"recall of exact evidence ({POINTER_REMOVED}): 9 of at most 10 bytes"),
+    ("no selected memory cites this artifact", "no selected memory cites this artifact"),
+    (f"exact evidence requested ({POINTER_REMOVED}), up to 1 bytes",  # idempotent
+     f"exact evidence requested ({POINTER_REMOVED}), up to 1 bytes"),
+])
+def test_a_removed_results_pointers_leave_the_reasons(reason: str, expected: str) -> None:
+    assert scrubbed_reason(reason, ["/patients/Jane Roe", "/patients/Jane Roe/0", ""]) == expected
