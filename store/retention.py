@@ -292,6 +292,10 @@ async def _apply_artifact(sessions: Any, artifacts: ArtifactStore, account_id: s
     if action is RetentionAction.ARCHIVE:
         await _archive(sessions, artifacts, account_id, artifact_id, row)
         return action.value
+    # A recall's result is a copy of bytes it served: it goes the way of its source, before the source
+    # (whose deletion clears the recalls' pointer to it; a crash in between: the next run finds both again).
+    for copy_id in await _served_copies(sessions, account_id, artifact_id, action):
+        await _apply_artifact(sessions, artifacts, account_id, copy_id, action, own_memory_id)
     if action is RetentionAction.DELETE:
         async with sessions() as session, session.begin():
             await mark_missing_source(session, account_id, artifact_id)
@@ -328,6 +332,22 @@ async def _apply_artifact(sessions: Any, artifacts: ArtifactStore, account_id: s
                 for memory_id in ids:
                     await _blank_memory(session, account_id, memory_id, RetentionState.HASH_ONLY)
     return action.value
+
+
+async def _served_copies(sessions: Any, account_id: str, artifact_id: str, action: RetentionAction) -> list[str]:
+    """The results of the recalls that served bytes of an artifact (``recall`` captures what it served).
+
+    Only those the action still changes: any row for ``delete``, live rows for ``redact`` and ``hash_only``.
+    """
+    recalls = select(EvidenceRequest.tool_call_id).where(
+        EvidenceRequest.account_id == account_id, EvidenceRequest.artifact_id == artifact_id,
+        EvidenceRequest.bytes_served > 0)
+    query = select(ToolArtifact.id).where(ToolArtifact.account_id == account_id, ToolArtifact.id != artifact_id,
+                                          ToolArtifact.tool_call_id.in_(recalls))
+    if action is not RetentionAction.DELETE:
+        query = query.where(ToolArtifact.retention_state == RetentionState.LIVE.value)
+    async with sessions() as session:
+        return list((await session.scalars(query.order_by(ToolArtifact.id))).all())
 
 
 async def _release_objects(sessions: Any, artifacts: ArtifactStore, account_id: str, artifact_id: str,

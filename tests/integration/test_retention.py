@@ -424,6 +424,40 @@ async def test_recalls_and_decisions_keep_a_removed_results_id_and_lose_its_poin
     assert assembled.assembly_id
 
 
+@pytest.mark.parametrize("name", ["redact", "delete"])
+async def test_a_recalls_copy_of_the_bytes_goes_with_its_source(account: Account, name: str) -> None:
+    """``recall`` captures the bytes it served as its own result, under the recall tool's rule (keep): when
+    the source's rule removes the raw result, the copy goes the same way, in the same batch."""
+    raw = b'{"patients": {"Jane Roe": 3}}'
+    source = await account.call(f"t.{name}", raw, arguments={"subject": "visits"})
+    recall = await begin_tool_call(account.deps, account.account_id, account.conversation_id, account.branch_id,
+                                   account.assistant_id, call_id=f"call_{uuid.uuid4().hex}", name="recall",
+                                   arguments={"id": source.artifact.id}, runtime_kind=RuntimeKind.CHAT, at=T0)
+    copy = await ingest_tool_result(account.deps, account.account_id, recall.id,
+                                    ToolOutcome(status=ToolCallStatus.SUCCEEDED, result=raw,
+                                                content_type="application/json"), captured_at=T0)
+    async with account.deps.sessions() as session, session.begin():
+        session.add(EvidenceRequest(
+            id=str(uuid.uuid4()), account_id=account.account_id, conversation_id=account.conversation_id,
+            branch_id=account.branch_id, participant_id=account.assistant_id, tool_call_id=recall.id,
+            requested_ref=f"a:{source.artifact.id[:8]}", artifact_id=source.artifact.id, outcome="rehydrated",
+            decision={"subject_ref": f"artifact:{source.artifact.id}"}, bytes_served=len(raw)))
+    assert (await account.row(ToolArtifact, copy.artifact.id)).retention == "keep"
+
+    await account.collect(days=31)
+
+    left = await account.row(ToolArtifact, copy.artifact.id)
+    if name == "delete":
+        assert left is None
+    else:
+        assert left.retention_state == "redacted" and left.storage_key is None
+        with pytest.raises(ArtifactRetainedError):
+            await account.payload(copy.artifact.id)
+    assert not await _exists(account.deps, account.account_id, copy.artifact.storage_key)
+    recall_row = await account.row(ToolCall, recall.id)
+    assert recall_row.arguments["redacted_by_retention"] == ARGUMENTS_REDACTED
+
+
 # --------------------------------------------------------------------------- shared objects and citations
 
 
