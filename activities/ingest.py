@@ -12,8 +12,9 @@ trajectories alike:
 3. :func:`ingest_tool_result` stores the raw bytes exactly as returned (inline
    or in S3 by size, hashed, replay tokens counted; an S3 payload's write is
    recorded in ``stored_objects`` before its put), settles the call's
-   status, claims the objects the tool wrote that a succeeded result refers to
-   (:attr:`activities.tools.base.ToolResult.objects`: a file handle's bytes), derives the compact memory from the bytes it holds, links it to
+   status, claims the objects the tool wrote that a succeeded result refers
+   to (:attr:`activities.tools.base.ToolResult.objects`: a file handle's
+   bytes), derives the compact memory from the bytes it holds, links it to
    the live memories it supersedes or contradicts, and stores it: one
    transaction, once per tool call. A repeated ingest of the same call
    returns what the first one wrote and writes nothing.
@@ -42,9 +43,9 @@ from store import objects as stored_objects
 from store import retention as retention_store
 from store import tool_memories
 from store import tools as tool_store
+from store.artifacts import ObjectRef
 from store.branches import get_branch, load_lineage
 from store.errors import NotFoundError
-from store.artifacts import ObjectRef
 from store.payloads import capture_artifact, read_artifact_payload
 
 _MEMORY_NAMESPACE = uuid.UUID("5b0f3c1e-6f55-4d8e-9a61-0d0551e4d001")
@@ -183,8 +184,9 @@ async def record_attempt_failure(
         )
 
 
-def object_recorder(deps: GraphDeps, account_id: str, tool_call_id: str) -> Callable[[ObjectRef, PrivacyClass],
-                                                                                   Awaitable[None]]:
+def object_recorder(
+    deps: GraphDeps, account_id: str, tool_call_id: str
+) -> Callable[[ObjectRef, PrivacyClass], Awaitable[None]]:
     """What a tool calls to record an object before it puts it (:attr:`ToolContext.record_object`).
 
     Each record commits on its own, before the put: a put whose attempt then fails is
