@@ -32,6 +32,11 @@ in Postgres). For an assembly trace, every class but ``keep`` drops the stored
 provider messages after N days while the decisions, counts and content hash
 stay: such an assembly is no longer replayable byte for byte, and says so
 (``trace_state``).
+
+Objects a tool call wrote that no succeeded result claimed (``stored_objects``
+rows left ``pending``) have no rule of their own: a collection sweeps them once
+:data:`UNCLAIMED_OBJECT_GRACE` has passed since their last write
+(:func:`unclaimed_object_due`).
 """
 
 from __future__ import annotations
