@@ -42,6 +42,7 @@ from activities.ingest import (
     defer_tool_call,
     ingest_tool_result,
     ingested_result,
+    object_recorder,
     record_attempt_failure,
 )
 from activities.promotion import promotable_calls, promote_child_results
@@ -388,6 +389,7 @@ class TurnActivities:
             account_id=account, tool_call_id=call.id, attempt=info.attempt,
             workspace=self.workspace, artifacts=self.deps.artifacts, heartbeat=activity.heartbeat,
             privacy=call.privacy, graph=self.deps, skills=self.skills,
+            record_object=object_recorder(self.deps, account, call.id),
         )
         try:
             result = await self.tools.execute(call.name, context, dict(call.arguments))
@@ -407,6 +409,7 @@ class TurnActivities:
             # A result stricter than its call (recall's bytes of another record) keeps its own protection.
             privacy=result.privacy,
             visibility=VisibilityScope.PARTICIPANT_PRIVATE if result.private else None,
+            objects=result.objects,
         ))
 
     @activity.defn(name=ActivityName.FINALIZE_TOOL_FAILURE)

@@ -19,11 +19,13 @@ from policy.retention import (
     RetentionRule,
     RetentionSpec,
     RetentionState,
+    UNCLAIMED_OBJECT_GRACE,
     arguments_redacted,
     due_at,
     effective_rule,
     redacted_arguments,
     retention_action,
+    unclaimed_object_due,
 )
 from policy.tools import ToolSpec
 
@@ -135,3 +137,14 @@ def test_a_call_whose_arguments_were_redacted_says_so_in_its_line() -> None:
                           participant_id="p", last_error="timeout")
     line = tool_call_line(call, ShortIds(["tc-1"]), 200)
     assert f"crm.lookup({ARGUMENTS_REDACTED})" in line and "sha256" not in line
+
+
+@pytest.mark.parametrize(("age", "due"), [
+    (timedelta(0), False),
+    (UNCLAIMED_OBJECT_GRACE - timedelta(seconds=1), False),
+    (UNCLAIMED_OBJECT_GRACE, True),
+    (UNCLAIMED_OBJECT_GRACE * 30, True),
+])
+def test_an_unclaimed_object_is_swept_only_after_the_grace_period(age: timedelta, due: bool) -> None:
+    written = datetime(2026, 12, 1, tzinfo=UTC)
+    assert unclaimed_object_due(written, written + age) is due
