@@ -43,6 +43,7 @@ from activities.deps import GraphDeps
 from dossier.inspector import audit_views, reads
 from dossier.inspector.auth import COOKIE, TOKEN_TTL_SECONDS, verify_token
 from policy.errors import UnknownPolicyVersionError
+from policy.explain import epoch_state
 from policy.lines import escape_invisible
 from store.errors import NotFoundError
 
@@ -80,7 +81,7 @@ def templates() -> Jinja2Templates:
                       trim_blocks=True, lstrip_blocks=True)
     env.filters.update(visible=visible, short=short, pretty=lambda v: json.dumps(v, indent=2, ensure_ascii=False,
                                                                                    default=str, sort_keys=True))
-    env.globals.update(record_link=reads.record_link, quote=lambda v: quote(str(v), safe=""))
+    env.globals.update(record_link=reads.record_link, epoch_state=epoch_state, quote=lambda v: quote(str(v), safe=""))
     return Jinja2Templates(env=env)
 
 
