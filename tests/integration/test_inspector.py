@@ -265,7 +265,10 @@ async def test_the_service_serves_the_login_url_the_cli_prints(accounts: tuple[A
 
 async def test_a_fresh_installation_serves_and_says_how_to_sign_in(database_url: str, endpoints, s3_bucket: str,
                                                                     tmp_path):
-    """`dossier inspector` with no account yet (a new compose stack) serves, rather than exiting with an error."""
+    """`dossier inspector` with no account yet (a new compose stack) serves, rather than exiting with an error.
+
+    It binds every interface, as the compose service does, and prints a URL a browser can open (not 0.0.0.0).
+    """
     import asyncio
     import os
     import subprocess
@@ -277,7 +280,8 @@ async def test_a_fresh_installation_serves_and_says_how_to_sign_in(database_url:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_URL", "S3_", "TEMPORAL_", "DOSSIER_"))}
     env.update(DOSSIER_HOME=str(tmp_path), DATABASE_URL=database_url, S3_ENDPOINT=endpoints.s3_endpoint,
                S3_ACCESS_KEY=endpoints.s3_access_key, S3_SECRET_KEY=endpoints.s3_secret_key, S3_BUCKET=s3_bucket)
-    server = subprocess.Popen([sys.executable, "-m", "dossier.cli", "inspector", "--port", str(port)], env=env,
+    server = subprocess.Popen([sys.executable, "-m", "dossier.cli", "inspector", "--host", "0.0.0.0", "--port",
+                               str(port)], env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert server.stdout is not None
