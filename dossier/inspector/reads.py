@@ -34,7 +34,7 @@ from store.assemblies import get_context_assembly
 from store.candidates import load_candidates
 from store.errors import ArtifactStoreError, NotFoundError
 from store.payloads import read_artifact_payload
-from store.provenance import walk_provenance
+from store.provenance import get_record, walk_provenance
 from store.records import BranchRecord, ConversationRecord, ModelRunRecord, StoredContextAssembly
 
 RAW_SHOWN_BYTES = 16 * 1024
@@ -335,9 +335,9 @@ async def provenance(deps: GraphDeps, account_id: str, kind: str, record_id: str
         # attempts, a tool call's own artifact) and reads any record the walk did not reach (raising if gone).
         chain = await walk_provenance(session, account_id, kind, record_id)
 
-        async def record(of_kind: str, one_id: str, getter: Any) -> Any:
+        async def record(of_kind: str, one_id: str) -> Any:
             reached = chain.get(of_kind, one_id)
-            return reached if reached is not None else await getter(session, account_id, one_id)
+            return reached if reached is not None else await get_record(session, account_id, of_kind, one_id)
 
         branch_id: str | None = None
         run_ids: list[str] = []
@@ -371,16 +371,16 @@ async def provenance(deps: GraphDeps, account_id: str, kind: str, record_id: str
             run_ids.append(found.message.model_run_id or "")
         for artifact in found.artifacts:
             if kind != "tool_call":
-                found.tool_calls.append(await record("tool_call", artifact.tool_call_id, tool_store.get_tool_call))
+                found.tool_calls.append(await record("tool_call", artifact.tool_call_id))
             participant_ids.append(artifact.owner_participant_id)
         for call in found.tool_calls:
             run_ids.append(call.model_run_id or "")
             participant_ids.append(call.participant_id)
         for run_id in dict.fromkeys(r for r in run_ids if r):
-            found.runs.append(await record("model_run", run_id, messages.get_model_run))
-        found.branch = await record("branch", branch_id, branches.get_branch)
+            found.runs.append(await record("model_run", run_id))
+        found.branch = await record("branch", branch_id)
         for participant_id in dict.fromkeys(p for p in participant_ids if p):
-            found.participants.append(await record("participant", participant_id, conversations.get_participant))
+            found.participants.append(await record("participant", participant_id))
     return found
 
 
