@@ -38,8 +38,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _handler(args: argparse.Namespace) -> int:
     # The web stack (uvicorn, starlette) is imported only here: every other command starts without it.
     from dossier.inspector.auth import load_secret
-    from dossier.inspector.serve import base_url, login_url, serve
+    from dossier.inspector.serve import login_url, serve
     from dossier.services.inspector import running_url
+    from dossier.services.process import http_base
 
     settings = Settings()
     missing = ""
@@ -54,7 +55,7 @@ def _handler(args: argparse.Namespace) -> int:
     secret = load_secret(settings.dossier_home)
     if args.url:
         assert account is not None
-        print(login_url(running_url(settings) or base_url(args.host, args.port or settings.inspector_port),
+        print(login_url(running_url(settings) or http_base(args.host, args.port or settings.inspector_port),
                         secret, account))
         return 0
 

@@ -19,6 +19,7 @@ import uvicorn
 from dossier.inspector.app import create_app
 from dossier.inspector.auth import issue_token, load_secret
 from dossier.runtime import open_graph
+from dossier.services.process import http_base
 from dossier.services.state import read_state
 from dossier.settings import Settings
 
@@ -36,22 +37,6 @@ def temporal_ui_base(settings: Settings) -> str | None:
         return None
     temporal = TemporalRecord.model_validate(record)
     return temporal.ui_url if temporal.is_running() else None
-
-
-WILDCARD_HOSTS = {"0.0.0.0": "127.0.0.1", "": "127.0.0.1", "::": "::1", "[::]": "::1"}
-"""Bind addresses that mean every interface, and the loopback address a browser on this host opens instead."""
-
-
-def base_url(host: str, port: int) -> str:
-    """The URL a browser opens for a server bound to ``host``:``port``.
-
-    ``0.0.0.0`` (and ``::``) is an address to bind, not one to connect to: its URL names the loopback
-    address (what the compose file publishes the inspector on), and an IPv6 address is bracketed.
-    """
-    host = WILDCARD_HOSTS.get(host, host)
-    if ":" in host and not host.startswith("["):
-        host = f"[{host}]"
-    return f"http://{host}:{port}"
 
 
 def login_url(base: str, secret: bytes, account_id: str) -> str:
@@ -78,8 +63,8 @@ async def serve(settings: Settings, *, host: str = "127.0.0.1", port: int | None
         while not server.started and not task.done():
             await asyncio.sleep(0.05)
         if server.started and ready is not None:
-            ready(base_url(host, port))
+            ready(http_base(host, port))
         await task
 
 
-__all__ = ["WILDCARD_HOSTS", "base_url", "login_url", "serve", "temporal_ui_base"]
+__all__ = ["login_url", "serve", "temporal_ui_base"]

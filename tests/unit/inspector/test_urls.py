@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dossier.inspector.serve import base_url
+from dossier.services.process import http_base
 
 
 @pytest.mark.parametrize(("host", "url"), [
@@ -16,4 +16,4 @@ from dossier.inspector.serve import base_url
     ("fd00::5", "http://[fd00::5]:8234"),
 ])
 def test_a_bind_address_becomes_a_url_a_browser_can_open(host: str, url: str) -> None:
-    assert base_url(host, 8234) == url
+    assert http_base(host, 8234) == url
