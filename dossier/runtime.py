@@ -364,7 +364,8 @@ def build_worker(
         activities=[*activities.all(), *RetentionActivities(deps).all()],
         workflow_failure_exception_types=list(workflow_failure_exception_types),
         # The SDK's tracing interceptor, unless the client carries it already (the worker inherits the client's).
-        interceptors=[] if has_tracing(client) else [tracing_interceptor()],
+        # Activity retries counted into the worker's metrics (activities.metrics.RetryCounting).
+        interceptors=[deps.metrics.interceptor(), *([] if has_tracing(client) else [tracing_interceptor()])],
     )
 
 

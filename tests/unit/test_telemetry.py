@@ -160,9 +160,10 @@ def test_metrics_bind_this_host_only_unless_told() -> None:
 
 
 def test_metric_labels_are_kinds_never_ids() -> None:
-    """The README's promise: labels are route, runtime kind, omission reason, decision kind, phase and error
-    class; no metric can be split by an account, conversation, branch, participant or run."""
-    allowed = {"route", "runtime_kind", "reason", "kind", "phase", "error", "le"}
+    """The README's promise: labels are route, runtime kind, omission reason, decision kind, phase, error
+    class, call outcome and activity name; no metric can be split by an account, conversation, branch,
+    participant or run."""
+    allowed = {"route", "runtime_kind", "reason", "kind", "phase", "error", "outcome", "activity", "le"}
     metrics = RuntimeMetrics()
     metrics.provider_errors.labels("openai", "RateLimitedError").inc()
     labels = {name for family in metrics.registry.collect() for sample in family.samples for name in sample.labels}
