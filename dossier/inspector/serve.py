@@ -39,9 +39,10 @@ def temporal_ui_base(settings: Settings) -> str | None:
     return temporal.ui_url if temporal.is_running() else None
 
 
-def login_url(base: str, secret: bytes, account_id: str) -> str:
-    """The URL that signs a browser in as a viewer of ``account_id``."""
-    return f"{base.rstrip('/')}/login?token={issue_token(secret, account_id)}"
+def login_url(base: str, secret: bytes, account_id: str, *, reveal: bool = False) -> str:
+    """The URL that signs a browser in as a viewer of ``account_id`` (``reveal``: one who may ask to see
+    secret-class raw payloads, each reveal logged)."""
+    return f"{base.rstrip('/')}/login?token={issue_token(secret, account_id, reveal=reveal)}"
 
 
 async def serve(settings: Settings, *, host: str = "127.0.0.1", port: int | None = None,
