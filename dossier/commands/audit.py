@@ -165,8 +165,10 @@ def _show_explanation(result: Any, *, brief: bool = False) -> None:
         _print(f"... and {len(result.omitted) - BRIEF_ROWS} more")
     counts = ", ".join(f"{reason} {count}" for reason, count in sorted(result.omission_counts.items()))
     _print(f"omission counts: {counts or 'none'}")
+    epoch_ref = f"epoch:{result.epoch.get('epoch_id', '')}" if result.epoch else None
     for note in result.notes:
-        _print(f"note: {note.ref} {note.outcome}: {note.reason}")
+        if note.ref != epoch_ref:  # the epoch line above says it already
+            _print(f"note: {note.ref} {note.outcome}: {note.reason}")
     if result.trace is not None and not brief:
         _print()
         _print(f"== trace ({len(result.trace)} rows)")

@@ -194,7 +194,7 @@ def test_consecutive_calls_of_an_epoch_extend_the_previous_messages(timeline):
 
 def test_explain_says_an_epochs_state_once(timeline, capsys):
     """`dossier explain` (and the demo's audit trail) printed a continued epoch as ``continued: continued``."""
-    from dossier.audit import Explanation
+    from dossier.audit import DecisionRow, Explanation
     from dossier.commands.audit import _show_explanation
 
     first, second, _ = a_tool_loop(timeline)
@@ -209,10 +209,14 @@ def test_explain_says_an_epochs_state_once(timeline, capsys):
             assembler_version=record.assembler_version, snapshot_seq=record.snapshot_seq,
             token_budget=record.token_budget, assembled_tokens=record.assembled_tokens,
             legacy_tokens=record.legacy_tokens, messages=[], included=[], omitted=[], rehydrations=[],
-            omission_counts={}, notes=[], epoch=record.epoch.model_dump(mode="json")), brief=True)
-    epochs = [line for line in capsys.readouterr().out.splitlines() if line.startswith("epoch ")]
+            omission_counts={}, epoch=record.epoch.model_dump(mode="json"),
+            notes=[DecisionRow(ref=d.subject_ref, rule=d.kind, outcome=d.outcome.value, reason=d.reason)
+                   for d in result.decisions if d.kind == "epoch"]), brief=True)
+    printed = capsys.readouterr().out.splitlines()
+    epochs = [line for line in printed if line.startswith("epoch ")]
     assert [line.split(maxsplit=2)[2] for line in epochs] == [
         "started: first call of the participant on this branch", "continued"]
+    assert not [line for line in printed if line.startswith("note: epoch:")]  # said once, on the epoch line
 
 
 def test_own_steps_are_native_calls_each_followed_by_its_raw_result(timeline):
