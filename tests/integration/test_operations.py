@@ -318,6 +318,38 @@ def _scrape_registry(metrics: RuntimeMetrics) -> dict[tuple[str, tuple[tuple[str
             for family in metrics.registry.collect() for sample in family.samples}
 
 
+async def test_two_worker_services_on_one_host_both_export_metrics_and_say_where(
+        temporal_env: WorkflowEnvironment, database_url: str, endpoints, s3_bucket: str, tmp_path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two embedded workers with the default METRICS_PORT: each serves /metrics on a port of its own, and the
+    services state (``dossier services status``) names the one each took."""
+    from dossier.services import ensure_services, services_status, stop_services
+    from dossier.services.state import read_state
+    from dossier.services.worker import WorkerRecord
+
+    monkeypatch.delenv("METRICS_PORT", raising=False)  # the default: workers share it
+    target = temporal_env.client.service_client.config.target_host
+    homes = [Settings(_env_file=None, dossier_home=tmp_path / f"worker-{n}", database_url=database_url,
+                      s3_endpoint=endpoints.s3_endpoint, s3_access_key=endpoints.s3_access_key,
+                      s3_secret_key=endpoints.s3_secret_key, s3_bucket=s3_bucket, temporal_address=target,
+                      temporal_namespace="default", temporal_task_queue=f"ops-metrics-{uuid.uuid4().hex[:8]}")
+             for n in (1, 2)]
+    try:
+        for settings in homes:
+            await asyncio.to_thread(ensure_services, settings, ["worker"])
+        records = [WorkerRecord.model_validate(read_state(settings.dossier_home)["worker"]) for settings in homes]
+        urls = [record.metrics_url for record in records]
+        assert all(urls) and urls[0] != urls[1], urls
+        for url in urls:
+            assert "dossier_assemblies_total" in urllib.request.urlopen(url, timeout=10).read().decode()
+        for settings, url in zip(homes, urls, strict=True):
+            [row] = [row for row in services_status(settings) if row.name == "worker"]
+            assert row.state == "running" and row.endpoint == url
+    finally:
+        for settings in homes:
+            await asyncio.to_thread(stop_services, settings, ["worker"])
+
+
 # ---------------------------------------------------------------- traces
 
 
