@@ -33,7 +33,7 @@ from prometheus_client import CollectorRegistry, start_http_server
 from temporalio.client import Client, Interceptor
 from temporalio.contrib.opentelemetry import TracingInterceptor
 
-from dossier.services.process import http_base
+from dossier.services.process import WILDCARD_HOSTS, http_base
 from dossier.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -101,6 +101,8 @@ def serve_metrics(port: int, registry: CollectorRegistry, *, addr: str = "127.0.
                 continue
             raise MetricsPortError(addr, candidate, error, configured=configured) from error
         url = f"{http_base(addr, server.server_port)}/metrics"
+        if addr in WILDCARD_HOSTS:  # the URL names this host's loopback; other hosts reach every interface
+            url = f"{url} (bound to {addr or '0.0.0.0'}: every interface)"
         if server.server_port == port:
             logger.info("%s %s", METRICS_LINE, url)
         else:

@@ -12,6 +12,7 @@ from opentelemetry.sdk.trace.export import ConsoleSpanExporter
 from activities.metrics import RuntimeMetrics, billed_input_units
 from contracts import Scope
 from dossier.settings import Settings
+from dossier.services.process import free_ports
 from dossier.services.worker import metrics_url
 from dossier.telemetry import METRICS_LINE, MetricsPortError, serve_metrics, serve_worker_metrics, span_exporter
 from dossier.visibility import SEARCH_ATTRIBUTE_NAMES, dev_server_args
@@ -128,6 +129,21 @@ def test_a_configured_port_that_is_taken_stops_the_start_with_a_typed_error() ->
     assert "give each worker on this host its own METRICS_PORT" in str(refused.value)
     with pytest.raises(MetricsPortError, match="check METRICS_ADDRESS"):  # not an address of this host
         serve_metrics(port, metrics.registry, addr="192.0.2.1")
+
+
+def test_a_metrics_endpoint_bound_to_every_interface_is_logged_with_a_url_to_open(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """The compose worker binds 0.0.0.0: its log names a URL that opens, and says it listens everywhere."""
+    with caplog.at_level(logging.INFO, logger="dossier.telemetry"):
+        server = serve_metrics(free_ports(1)[0], RuntimeMetrics().registry, addr="0.0.0.0")
+    assert server is not None
+    try:
+        url = f"http://127.0.0.1:{server.server_port}/metrics"
+        assert f"{METRICS_LINE} {url} (bound to 0.0.0.0: every interface)" in caplog.text
+        assert metrics_url(caplog.text) == url and "http://0.0.0.0" not in caplog.text
+        assert "dossier_assemblies_total" in _scrape(server.server_port)
+    finally:
+        server.shutdown()
 
 
 def test_only_a_metrics_port_the_operator_set_is_pinned(monkeypatch: pytest.MonkeyPatch) -> None:
