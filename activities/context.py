@@ -37,6 +37,9 @@ class AssembledContext:
     candidates: CandidateSet
     """The candidate pool the selection ran on (for tests and benchmarks)."""
     timings: AssemblyTimings
+    created: bool = True
+    """This call stored the assembly; ``False`` for a retry that found the first attempt's (which stands, and
+    which that attempt already counted)."""
 
 
 def _ms(start: float) -> float:
@@ -147,7 +150,7 @@ async def assemble_context(
         previous_assembly_id=previous_id,
     )
     async with deps.sessions() as session, session.begin():
-        saved_id = await save_context_assembly(
+        saved_id, created = await save_context_assembly(
             session,
             boundary.account_id,
             boundary,
@@ -162,4 +165,5 @@ async def assemble_context(
         agent = await participant_retention(session, boundary.account_id, boundary.participant_id)
         await set_retention(session, boundary.account_id, RecordKind.TRACE, saved_id,
                             effective_rule(RecordKind.TRACE, None, agent))
-    return AssembledContext(assembly_id=saved_id, result=result, candidates=candidates, timings=timings)
+    return AssembledContext(assembly_id=saved_id, result=result, candidates=candidates, timings=timings,
+                            created=created)
