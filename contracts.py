@@ -376,7 +376,8 @@ class RetentionRunInput(Contract):
 class RetentionBatchInput(Contract):
     """One bounded batch of one record kind."""
 
-    kind: Literal["artifact", "memory", "trace"]
+    kind: Literal["artifact", "memory", "trace", "object"]
+    """The record kind; ``object``: the sweep of unclaimed stored objects (``store.object_sweep``)."""
     now: datetime
     after_id: str | None = None
     """The cursor: ids greater than this one."""

@@ -37,6 +37,9 @@ class AssembledContext:
     candidates: CandidateSet
     """The candidate pool the selection ran on (for tests and benchmarks)."""
     timings: AssemblyTimings
+    created: bool = True
+    """This call stored the assembly; ``False`` for a retry that found the first attempt's (which stands, and
+    which that attempt already counted)."""
 
 
 def _ms(start: float) -> float:
@@ -150,7 +153,7 @@ async def assemble_context(
         # The trace (its stored messages) is kept as the participant's agent says; a tool has no say in it.
         # Read once, and written by the assembly's insert itself.
         agent = await participant_retention(session, boundary.account_id, boundary.participant_id)
-        saved_id = await save_context_assembly(
+        saved_id, created = await save_context_assembly(
             session,
             boundary.account_id,
             boundary,
@@ -162,4 +165,5 @@ async def assemble_context(
             replay=replay,
             retention=effective_rule(RecordKind.TRACE, None, agent),
         )
-    return AssembledContext(assembly_id=saved_id, result=result, candidates=candidates, timings=timings)
+    return AssembledContext(assembly_id=saved_id, result=result, candidates=candidates, timings=timings,
+                            created=created)

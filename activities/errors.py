@@ -64,6 +64,23 @@ def is_retryable(error: BaseException) -> bool:
     return not isinstance(error, StoreError | PolicyError | ActivityError | ValidationError)
 
 
+def last_attempt() -> bool:
+    """Whether the running activity attempt is the last its retry policy allows (never, without a limit)."""
+    info = activity.info()
+    policy = info.retry_policy
+    return policy is not None and policy.maximum_attempts > 0 and info.attempt >= policy.maximum_attempts
+
+
+def ends_activity(error: BaseException) -> bool:
+    """Whether this failure ends the activity: Temporal makes no further attempt after it.
+
+    A non-retryable failure (an ``ApplicationError`` marked so, or an error :func:`is_retryable` refuses) ends
+    it, and so does any failure of the last attempt its retry policy allows.
+    """
+    retryable = not error.non_retryable if isinstance(error, ApplicationError) else is_retryable(error)
+    return not retryable or last_attempt()
+
+
 def retry_delay(error: BaseException) -> timedelta | None:
     """The wait a retryable error asks for before the next attempt (its ``retry_after``, in seconds), if any."""
     seconds = getattr(error, "retry_after", None)
@@ -110,6 +127,8 @@ def sorted_failures(fn: Callable[P, Awaitable[T]]) -> Callable[P, Awaitable[T]]:
 
 __all__ = [
     "ActivityError",
+    "ends_activity",
+    "last_attempt",
     "PromotionError",
     "ToolOutcomeError",
     "is_retryable",

@@ -10,8 +10,11 @@ trajectories alike:
 2. the tool runs, or waits (:func:`defer_tool_call`), or fails an attempt
    (:func:`record_attempt_failure`);
 3. :func:`ingest_tool_result` stores the raw bytes exactly as returned (inline
-   or in S3 by size, hashed, replay tokens counted), settles the call's
-   status, derives the compact memory from the bytes it holds, links it to
+   or in S3 by size, hashed, replay tokens counted; an S3 payload's write is
+   recorded in ``stored_objects`` before its put), settles the call's
+   status, claims the objects the tool wrote that a succeeded result refers
+   to (:attr:`activities.tools.base.ToolResult.objects`: a file handle's
+   bytes), derives the compact memory from the bytes it holds, links it to
    the live memories it supersedes or contradicts, and stores it: one
    transaction, once per tool call. A repeated ingest of the same call
    returns what the first one wrote and writes nothing.
@@ -20,7 +23,7 @@ trajectories alike:
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -36,9 +39,11 @@ from policy.links import links_for
 from policy.records import ArtifactRecord, ToolCallRecord, ToolMemoryRecord
 from policy.retention import RecordKind, RetentionSpec, effective_rule
 from policy.tools import default_visibility
+from store import objects as stored_objects
 from store import retention as retention_store
 from store import tool_memories
 from store import tools as tool_store
+from store.artifacts import ObjectRef
 from store.branches import get_branch, load_lineage
 from store.errors import NotFoundError
 from store.payloads import capture_artifact, read_artifact_payload
@@ -179,6 +184,39 @@ async def record_attempt_failure(
         )
 
 
+def object_recorder(
+    deps: GraphDeps, account_id: str, tool_call_id: str
+) -> Callable[[ObjectRef, PrivacyClass], Awaitable[None]]:
+    """What a tool calls to record an object before it puts it (:attr:`ToolContext.record_object`).
+
+    Each record commits on its own, before the put: a put whose attempt then fails is
+    still known to the graph (a ``pending`` row the retention sweep removes).
+
+    Args:
+        deps: graph dependencies.
+        account_id: the owning account.
+        tool_call_id: the call (row id) whose attempt writes.
+
+    Returns:
+        ``record(ref, privacy)``.
+    """
+
+    async def record(ref: ObjectRef, privacy: PrivacyClass) -> None:
+        async with deps.sessions() as session, session.begin():
+            await stored_objects.record_object(session, account_id, tool_call_id, ref, privacy)
+
+    return record
+
+
+async def _record_payload_object(deps: GraphDeps, account_id: str, tool_call_id: str, outcome: ToolOutcome) -> None:
+    """Record the S3 object a payload too large to stay inline is about to be put as (before the capture)."""
+    if len(outcome.result) <= deps.inline_max_bytes:
+        return
+    ref = deps.artifacts.ref_for(account_id, outcome.result, content_type=outcome.content_type)
+    async with deps.sessions() as session, session.begin():
+        await stored_objects.record_object(session, account_id, tool_call_id, ref)
+
+
 def call_error_text(text: str) -> str:
     """The error text a failed call keeps: all of it, or its head and tail."""
     if len(text) <= CALL_ERROR_MAX_CHARS:
@@ -225,6 +263,7 @@ async def ingest_tool_result(
     _check_final(outcome)
     # Counted before the transaction opens: a large payload takes a while, and needs no connection.
     tokens = replay_tokens(deps, outcome.result)
+    await _record_payload_object(deps, account_id, tool_call_id, outcome)
     async with deps.sessions() as session, session.begin():
         captured = await _capture(deps, session, account_id, tool_call_id, outcome, tokens, **capture)
         if captured.call is None:
@@ -283,6 +322,7 @@ async def capture_tool_result(
     """
     _check_final(outcome)
     tokens = replay_tokens(deps, outcome.result)
+    await _record_payload_object(deps, account_id, tool_call_id, outcome)
     async with deps.sessions() as session, session.begin():
         return (await _capture(deps, session, account_id, tool_call_id, outcome, tokens, **capture)).artifact
 
@@ -321,6 +361,7 @@ async def _capture(
     retry_critical: bool | None = None,
     privacy: PrivacyClass | None = None,
     visibility: VisibilityScope | None = None,
+    objects: Sequence[ObjectRef] = (),
 ) -> _Captured:
     """Store the raw bytes and settle the call, in the caller's transaction.
 
@@ -340,6 +381,10 @@ async def _capture(
         runtime_meta: free-form runtime details.
         retry_critical: mark the call retry-critical (a failure the model must
             see verbatim until it is resolved); ``None`` keeps the call's flag.
+        privacy: the result's own class when stricter than the call's.
+        visibility: overrides the artifact's visibility.
+        objects: objects the tool put that a succeeded result refers to: claimed here, in the
+            artifact's transaction (a failed result claims nothing; the sweep removes them).
 
     Returns:
         The artifact, the settled call (``None`` when the call was captured before;
@@ -378,6 +423,8 @@ async def _capture(
         visibility=visibility,
         retention=effective_rule(RecordKind.ARTIFACT, spec.retention, agent),
     )
+    if outcome.status is ToolCallStatus.SUCCEEDED and objects:
+        await stored_objects.claim_objects(session, account_id, tool_call_id, objects)
     await tool_store.update_tool_call(
         session,
         account_id,
@@ -450,6 +497,7 @@ __all__ = [
     "ingest_tool_result",
     "ingested_result",
     "memory_id_for",
+    "object_recorder",
     "record_attempt_failure",
     "replay_tokens",
 ]

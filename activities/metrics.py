@@ -10,19 +10,32 @@ an omission reason, a decision kind, an assembly phase, an error class. Never
 an account, conversation, participant or run id: those belong in the stored
 records and in Temporal's search attributes, not in a time series.
 
-Metric                                        Type       Labels
-============================================  =========  ===========================
-dossier_assembled_tokens_total                counter    route, runtime_kind
-dossier_replay_tokens_total                   counter    route, runtime_kind
-dossier_billed_input_units_total              counter    route
-dossier_omissions_total                       counter    reason
-dossier_rehydrations_total                    counter    route
-dossier_policy_denials_total                  counter    kind
-dossier_assemblies_total                      counter    route, runtime_kind
-dossier_assembly_phase_seconds                histogram  phase
-dossier_provider_request_seconds              histogram  route
-dossier_provider_errors_total                 counter    route, error
-============================================  =========  ===========================
+Metric                                        Type       Labels               Counted once per
+============================================  =========  ===================  ==================
+dossier_assembled_tokens_total                counter    route, runtime_kind  stored assembly
+dossier_replay_tokens_total                   counter    route, runtime_kind  stored assembly
+dossier_omissions_total                       counter    reason               stored assembly
+dossier_rehydrations_total                    counter    route                stored assembly
+dossier_policy_denials_total                  counter    kind                 stored assembly
+dossier_assemblies_total                      counter    route, runtime_kind  stored assembly
+dossier_assembly_phase_seconds                histogram  phase                stored assembly
+dossier_model_calls_total                     counter    route, outcome       model call
+dossier_provider_request_seconds              histogram  route                provider request
+dossier_provider_errors_total                 counter    route, error         provider request
+dossier_billed_input_units_total              counter    route                provider request
+dossier_activity_retries_total                counter    activity             attempt after the first
+============================================  =========  ===================  ==================
+
+Temporal retries an activity, so one logical step may run several attempts;
+each metric says what it counts. The assembly figures count each stored
+assembly once: a retry that finds the first attempt's assembly (which stands)
+counts nothing. ``dossier_model_calls_total`` counts each model call (one
+``call_model`` activity) once, by the attempt that ends it: ``answered``, or
+``failed`` when it fails for good (a non-retryable error, or a retryable one on
+its last allowed attempt). The provider figures count every request sent,
+retried ones included, since each is latency seen and cost billed.
+``dossier_activity_retries_total`` counts the attempts after the first of
+every activity, by activity name (:class:`RetryCounting`, a worker interceptor).
 
 *Replay tokens* are what replaying the whole visible transcript would have
 sent (the assembly's ``legacy_tokens``). The *billed-cost estimate* is in
@@ -36,6 +49,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
+from temporalio import activity
+from temporalio.worker import ActivityInboundInterceptor, ExecuteActivityInput, Interceptor
 
 from policy.enums import DecisionOutcome
 from policy.pricing import price_for_route
@@ -98,8 +113,14 @@ class RuntimeMetrics:
                                         ["phase"], buckets=LATENCY_BUCKETS, registry=r)
         self.provider_latency = Histogram("dossier_provider_request_seconds", "Model provider call latency",
                                           ["route"], buckets=LATENCY_BUCKETS, registry=r)
-        self.provider_errors = Counter("dossier_provider_errors", "Model provider calls that failed, by error class",
+        self.provider_errors = Counter("dossier_provider_errors",
+                                       "Model provider requests that failed (retried ones included), by error class",
                                        ["route", "error"], registry=r)
+        self.model_calls = Counter("dossier_model_calls",
+                                   "Model calls by how they ended (answered, failed for good), once per call",
+                                   ["route", "outcome"], registry=r)
+        self.activity_retries = Counter("dossier_activity_retries", "Activity attempts after the first",
+                                        ["activity"], registry=r)
 
     def record_assembly(self, route: str, runtime_kind: str, record: ContextAssemblyRecord,
                         decisions: Iterable[PolicyDecisionRecord], phase_ms: Mapping[str, float]) -> None:
@@ -128,16 +149,46 @@ class RuntimeMetrics:
 
     def record_model_call(self, route: str, seconds: float, *, input_tokens: int | None,
                           cache_read_tokens: int | None, assembled_tokens: int) -> None:
-        """Count one answered model call: its latency and its billed-cost estimate."""
+        """Count one answered provider request: its latency and its billed-cost estimate."""
         self.provider_latency.labels(route).observe(seconds)
         self.billed_input_units.labels(route).inc(billed_input_units(
             route, input_tokens=input_tokens, cache_read_tokens=cache_read_tokens,
             assembled_tokens=assembled_tokens))
 
     def record_provider_error(self, route: str, seconds: float, error: BaseException) -> None:
-        """Count one failed model call, by the error's class name (a small, fixed set)."""
+        """Count one failed provider request, by the error's class name (a small, fixed set)."""
         self.provider_latency.labels(route).observe(seconds)
         self.provider_errors.labels(route, type(error).__name__).inc()
 
+    def record_model_call_end(self, route: str, *, answered: bool) -> None:
+        """Count one model call that ended: answered, or failed for good (call it once per call)."""
+        self.model_calls.labels(route, "answered" if answered else "failed").inc()
 
-__all__ = ["INCLUDES_CACHED_INPUT", "PHASES", "RuntimeMetrics", "billed_input_units"]
+    def interceptor(self) -> Interceptor:
+        """The worker interceptor that counts activity retries into these metrics."""
+        return RetryCounting(self)
+
+
+class RetryCounting(Interceptor):
+    """Counts every activity attempt after the first into ``dossier_activity_retries_total``."""
+
+    def __init__(self, metrics: RuntimeMetrics) -> None:
+        self.metrics = metrics
+
+    def intercept_activity(self, next: ActivityInboundInterceptor) -> ActivityInboundInterceptor:
+        return _CountRetries(next, self.metrics)
+
+
+class _CountRetries(ActivityInboundInterceptor):
+    def __init__(self, next: ActivityInboundInterceptor, metrics: RuntimeMetrics) -> None:
+        super().__init__(next)
+        self.metrics = metrics
+
+    async def execute_activity(self, input: ExecuteActivityInput) -> object:
+        info = activity.info()
+        if info.attempt > 1:
+            self.metrics.activity_retries.labels(info.activity_type).inc()
+        return await super().execute_activity(input)
+
+
+__all__ = ["INCLUDES_CACHED_INPUT", "PHASES", "RetryCounting", "RuntimeMetrics", "billed_input_units"]

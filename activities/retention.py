@@ -1,7 +1,9 @@
 """Retention and account deletion: the activities, each one bounded, repeatable step.
 
 ``collect_retention`` applies the retention rules to one batch of one record
-kind (:func:`store.retention.collect_batch`); ``plan_account_deletion`` and
+kind (:func:`store.retention.collect_batch`), or sweeps one batch of objects
+whose writing call never settled successfully (kind ``object``:
+:func:`store.object_sweep.sweep_unclaimed_batch`); ``plan_account_deletion`` and
 ``delete_account_step`` delete an account step by step
 (:mod:`store.account_deletion`). Every activity is idempotent: a retry after
 a killed worker repeats a step that finds its work done, or finishes it.
@@ -36,9 +38,13 @@ from contracts import (
 )
 from policy.retention import RecordKind
 from store import account_deletion
+from store.object_sweep import sweep_unclaimed_batch
 from store.retention import collect_batch
 
 T = TypeVar("T")
+
+OBJECT_KIND = "object"
+"""The batch kind of the unclaimed-object sweep (not a record kind with rules)."""
 
 STEP_HEARTBEAT_SECONDS = 2.0
 """How often a running batch heartbeats (well inside the workflows' heartbeat timeout)."""
@@ -63,10 +69,14 @@ class RetentionActivities:
     @activity.defn(name=ActivityName.COLLECT_RETENTION)
     @sorted_failures
     async def collect_retention(self, batch: RetentionBatchInput) -> RetentionBatchResult:
-        """Apply the retention rules to one batch of one record kind."""
-        done = await heartbeating(collect_batch(
-            self.deps.sessions, self.deps.artifacts, RecordKind(batch.kind), batch.now,
-            after_id=batch.after_id, limit=batch.batch_size, own_memory_id=memory_id_for))
+        """Apply the retention rules to one batch of one record kind (or sweep unclaimed objects)."""
+        if batch.kind == OBJECT_KIND:
+            done = await heartbeating(sweep_unclaimed_batch(
+                self.deps.sessions, self.deps.artifacts, batch.now, after_id=batch.after_id, limit=batch.batch_size))
+        else:
+            done = await heartbeating(collect_batch(
+                self.deps.sessions, self.deps.artifacts, RecordKind(batch.kind), batch.now,
+                after_id=batch.after_id, limit=batch.batch_size, own_memory_id=memory_id_for))
         if done.actions:
             activity.logger.info("retention %s: %s", batch.kind, done.actions)
         return RetentionBatchResult(last_id=done.last_id, done=done.done, scanned=done.scanned,
@@ -134,4 +144,4 @@ class RetentionActivities:
         return [self.collect_retention, self.plan_account_deletion, self.delete_account_step]
 
 
-__all__ = ["STEP_HEARTBEAT_SECONDS", "RetentionActivities", "heartbeating"]
+__all__ = ["OBJECT_KIND", "STEP_HEARTBEAT_SECONDS", "RetentionActivities", "heartbeating"]

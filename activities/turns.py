@@ -33,7 +33,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.context import assemble_context as assemble_graph_context
 from activities.deps import GraphDeps
-from activities.errors import is_retryable, sorted_failures
+from activities.errors import ends_activity, is_retryable, sorted_failures
 from activities.heartbeat import heartbeating
 from activities.ingest import (
     Ingested,
@@ -42,6 +42,7 @@ from activities.ingest import (
     defer_tool_call,
     ingest_tool_result,
     ingested_result,
+    object_recorder,
     record_attempt_failure,
 )
 from activities.promotion import promotable_calls, promote_child_results
@@ -113,6 +114,13 @@ def _smallest(*budgets: int | None) -> int | None:
     """The smallest budget given (``None``: none was)."""
     given = [budget for budget in budgets if budget is not None]
     return min(given) if given else None
+
+
+@dataclass
+class _Route:
+    """The provider route of a model call, once its participant is read (its metrics' label)."""
+
+    name: str = "unknown"
 
 
 def _step_result(ingested: Ingested) -> ToolStepResult:
@@ -213,11 +221,13 @@ class TurnActivities:
         )
         record = assembled.result.record
         timings = assembled.timings
-        self.deps.metrics.record_assembly(
-            boundary.provider_route, request.runtime_kind.value, record,
-            (*assembled.result.decisions, *extra),
-            {"graph_query": timings.graph_query_ms, "policy": timings.policy_ms, "serialise": timings.serialise_ms},
-        )
+        if assembled.created:  # a retry that found the first attempt's assembly counts nothing again
+            self.deps.metrics.record_assembly(
+                boundary.provider_route, request.runtime_kind.value, record,
+                (*assembled.result.decisions, *extra),
+                {"graph_query": timings.graph_query_ms, "policy": timings.policy_ms,
+                 "serialise": timings.serialise_ms},
+            )
         return AssembleResult(assembly_id=assembled.assembly_id, legacy_tokens=record.legacy_tokens,
                               assembled_tokens=record.assembled_tokens)
 
@@ -226,10 +236,24 @@ class TurnActivities:
     async def call_model(self, request: CallModelInput) -> ModelStepResult:
         """Call the participant's model on the persisted assembly; record its answer or tool calls and usage.
 
+        Counts the call once in ``dossier_model_calls_total``, by the attempt that ends it: answered, or
+        failed for good (a retried attempt counts nothing there).
+
         Raises:
             ApplicationError: ``CONTEXT_TOO_LONG_ERROR`` (non-retryable, the budget to re-assemble
                 within as its detail) when the provider refuses the context as too long.
         """
+        route = _Route()
+        try:
+            result = await self._call_model(request, route)
+        except Exception as error:
+            if ends_activity(error):
+                self.deps.metrics.record_model_call_end(route.name, answered=False)
+            raise
+        self.deps.metrics.record_model_call_end(route.name, answered=True)
+        return result
+
+    async def _call_model(self, request: CallModelInput, route: _Route) -> ModelStepResult:
         account = request.scope.account_id
         try:
             async with self.deps.sessions() as session:
@@ -240,7 +264,7 @@ class TurnActivities:
             provider, model = self._provider(f"{participant.provider or 'scripted'}:{participant.model}",
                                              config.get("agent"))
             epoch = stored.record.epoch
-            route = participant.provider or "scripted"
+            route.name = participant.provider or "scripted"
             started = time.perf_counter()
             try:
                 response = await _heartbeating(provider.generate(ModelRequest(
@@ -250,10 +274,10 @@ class TurnActivities:
                     cache_breakpoints=epoch.cache_breakpoints if epoch else (),
                 )))
             except Exception as error:
-                self.deps.metrics.record_provider_error(route, time.perf_counter() - started, error)
+                self.deps.metrics.record_provider_error(route.name, time.perf_counter() - started, error)
                 raise
             self.deps.metrics.record_model_call(
-                route, time.perf_counter() - started, input_tokens=response.usage.input_tokens,
+                route.name, time.perf_counter() - started, input_tokens=response.usage.input_tokens,
                 cache_read_tokens=response.usage.cache_read_tokens, assembled_tokens=stored.record.assembled_tokens)
         except ContextTooLongError as error:
             await self._fail_run(account, request.model_run_id, error)
@@ -388,6 +412,7 @@ class TurnActivities:
             account_id=account, tool_call_id=call.id, attempt=info.attempt,
             workspace=self.workspace, artifacts=self.deps.artifacts, heartbeat=activity.heartbeat,
             privacy=call.privacy, graph=self.deps, skills=self.skills,
+            record_object=object_recorder(self.deps, account, call.id),
         )
         try:
             result = await self.tools.execute(call.name, context, dict(call.arguments))
@@ -407,6 +432,7 @@ class TurnActivities:
             # A result stricter than its call (recall's bytes of another record) keeps its own protection.
             privacy=result.privacy,
             visibility=VisibilityScope.PARTICIPANT_PRIVATE if result.private else None,
+            objects=result.objects,
         ))
 
     @activity.defn(name=ActivityName.FINALIZE_TOOL_FAILURE)

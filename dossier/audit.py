@@ -38,14 +38,14 @@ from policy import explain as pure
 from policy.enums import DecisionOutcome
 from policy.records import PolicyDecisionRecord, canonical_json
 from policy.tokens import MESSAGE_OVERHEAD_TOKENS, TokenCounter
-from store import checkpoints, conversations, messages, skills, tool_memories, user_memories
+from store import conversations, messages
 from store import tools as tool_store
 from store.assemblies import get_context_assembly, list_context_assemblies, previous_call_id
 from activities.replay import recompute_assembly
 from policy.errors import UnknownPolicyVersionError
 from policy.versions import policy_by_name
 from store.errors import AssemblyNotReplayableError, NotFoundError
-from store.provenance import walk_provenance
+from store.provenance import START_KINDS, get_record, walk_provenance
 from store.records import StoredContextAssembly
 
 # --------------------------------------------------------------------------- result models
@@ -373,32 +373,20 @@ def _provenance_link(kind: str, record: Any) -> ProvenanceLink:
     return ProvenanceLink(kind=kind, id=record.id, label=label, detail=detail)
 
 
-_GETTERS = {
-    "memory": tool_memories.get_tool_memory, "artifact": tool_store.get_artifact,
-    "tool_call": tool_store.get_tool_call, "message": messages.get_message,
-    "checkpoint": checkpoints.get_checkpoint, "skill": skills.get_skill_state,
-    "user_memory": user_memories.get_user_memory,
-}
-"""Account-scoped getters of each kind of record why-not accepts."""
-
-RECORD_KINDS = ("memory", "artifact", "tool_call", "message", "checkpoint", "skill", "user_memory")
-"""The kinds of record why-not accepts, in the order an id is looked up."""
-
-
 async def _record_ref(deps: GraphDeps, account_id: str, record_id: str) -> str:
     """``<kind>:<id>`` of a record of the account, from its bare id or its ``<kind>:<id>``.
 
     Raises:
         NotFoundError: no record of the account has that id.
     """
-    asked, kinds = record_id, RECORD_KINDS
+    asked, kinds = record_id, START_KINDS
     if ":" in record_id:
         kind, _, record_id = record_id.partition(":")
-        kinds = (kind,) if kind in RECORD_KINDS else ()
+        kinds = (kind,) if kind in START_KINDS else ()
     async with deps.sessions() as session:
         for kind in kinds:
             try:
-                await _GETTERS[kind](session, account_id, record_id)
+                await get_record(session, account_id, kind, record_id)
             except NotFoundError:
                 continue
             return f"{kind}:{record_id}"
@@ -409,7 +397,7 @@ async def _record(deps: GraphDeps, account_id: str, ref: str) -> Any:
     """The record ``ref`` names, as the store holds it (the account's only)."""
     kind, _, record_id = ref.partition(":")
     async with deps.sessions() as session:
-        return await _GETTERS[kind](session, account_id, record_id)
+        return await get_record(session, account_id, kind, record_id)
 
 
 async def _where(deps: GraphDeps, account_id: str, ref: str, sent: Sequence[Mapping[str, Any]]) -> list[int]:

@@ -51,7 +51,7 @@ from dossier.agents import AgentsFile, agents_for
 from dossier.retention import ensure_retention_schedule
 from dossier.services import DEFAULT_SERVICES, Endpoints, ensure_services
 from dossier.settings import Settings
-from dossier.telemetry import configure_tracing, has_tracing, serve_metrics, tracing_interceptor
+from dossier.telemetry import configure_tracing, has_tracing, serve_worker_metrics, tracing_interceptor
 from dossier.visibility import ensure_search_attributes
 from dossier.tools import registry_with
 from policy.tokens import TokenCounter
@@ -364,7 +364,8 @@ def build_worker(
         activities=[*activities.all(), *RetentionActivities(deps).all()],
         workflow_failure_exception_types=list(workflow_failure_exception_types),
         # The SDK's tracing interceptor, unless the client carries it already (the worker inherits the client's).
-        interceptors=[] if has_tracing(client) else [tracing_interceptor()],
+        # Activity retries counted into the worker's metrics (activities.metrics.RetryCounting).
+        interceptors=[deps.metrics.interceptor(), *([] if has_tracing(client) else [tracing_interceptor()])],
     )
 
 
@@ -376,6 +377,7 @@ async def run_worker(settings: Settings) -> None:
         ToolModuleError: a tool module the agents file names failed to import.
         SkillFileError: a bad skill file in the skills folder.
         McpServerError: an MCP server the agents declare cannot start or list its tools.
+        MetricsPortError: ``METRICS_PORT`` is set and taken, or ``METRICS_ADDRESS`` cannot be bound.
     """
     agents, tools = agent_tools(settings)  # a bad file or tool module stops the start before any server runs
     tracer_provider = configure_tracing(settings)
@@ -394,7 +396,7 @@ async def run_worker(settings: Settings) -> None:
         deps = await stack.enter_async_context(
             open_graph(settings, services=("postgres", "s3", "temporal"), tools=tools))
         client = await temporal_client(settings)
-        serve_metrics(settings.metrics_port, deps.metrics.registry, addr=settings.metrics_address)
+        serve_worker_metrics(settings, deps.metrics.registry)
         providers = model_providers(settings)
         worker = build_worker(client, deps, task_queue=settings.temporal_task_queue, tools=tools,
                               providers=providers, agent_endpoints=agent_endpoints(agents), skills=skills)

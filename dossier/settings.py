@@ -155,8 +155,9 @@ class Settings(BaseSettings):
     may have taken another port than `INSPECTOR_PORT`), else `http://127.0.0.1:<INSPECTOR_PORT>`."""
 
     metrics_port: int = Field(default=9464, ge=0, le=65535)
-    """Port on which the worker serves Prometheus metrics (`/metrics`); 0 serves none. A taken port is
-    logged and skipped."""
+    """Port on which the worker serves Prometheus metrics (`/metrics`); 0 serves none. Unset, workers on
+    one host share the default: a worker that finds 9464 taken serves on the next free port and logs that URL
+    (the services state keeps it); set, it is that port or the worker stops at start (`MetricsPortError`)."""
 
     metrics_address: str = "127.0.0.1"
     """Address the metrics endpoint binds: this host only by default, like every embedded service

@@ -2,7 +2,9 @@
 
 * **Metrics.** :func:`serve_metrics` serves a :class:`~activities.metrics.RuntimeMetrics`
   registry on ``METRICS_PORT`` (``/metrics``, Prometheus text format); 0 turns it off.
-  A port that is taken is logged and skipped: the worker still runs.
+  Workers on one host share the default port: a worker that finds it taken serves on
+  the next free one and logs that URL as a warning; a port set in ``METRICS_PORT`` is
+  taken or the worker stops at start with :class:`MetricsPortError`.
 * **Traces.** :func:`tracing_interceptor` is the Temporal SDK's
   ``TracingInterceptor``: the client's ``StartWorkflow`` span is the parent of the
   workflow's ``RunWorkflow`` span, its ``StartActivity`` spans, and the worker's
@@ -17,6 +19,7 @@
 
 from __future__ import annotations
 
+import errno
 import logging
 from collections.abc import Sequence
 from typing import Any
@@ -30,6 +33,7 @@ from prometheus_client import CollectorRegistry, start_http_server
 from temporalio.client import Client, Interceptor
 from temporalio.contrib.opentelemetry import TracingInterceptor
 
+from dossier.services.process import WILDCARD_HOSTS, http_base
 from dossier.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -38,26 +42,81 @@ SERVICE_NAME = "dossier-worker"
 """The ``service.name`` resource attribute of the worker's spans."""
 
 
-def serve_metrics(port: int, registry: CollectorRegistry, *, addr: str = "127.0.0.1") -> WSGIServer | None:
+METRICS_LINE = "metrics on"
+"""What the worker logs, followed by the endpoint's URL, once it serves ``/metrics``
+(:mod:`dossier.services.worker` reads the URL from it into the services state)."""
+
+FALLBACK_PORTS = 16
+"""A default port that is taken is followed by the next ones up to this many, then by any free port."""
+
+
+class MetricsPortError(RuntimeError):
+    """The metrics endpoint cannot serve on the configured address and port.
+
+    Raised at start when ``METRICS_PORT`` is set and taken (another worker on this host holds it), or when
+    ``METRICS_ADDRESS`` is not an address of this host.
+
+    Attributes:
+        addr: the address.
+        port: the port.
+    """
+
+    def __init__(self, addr: str, port: int, error: OSError, *, configured: bool) -> None:
+        self.addr, self.port = addr, port
+        hint = ("METRICS_PORT is set, so the worker takes no other: give each worker on this host its own "
+                "METRICS_PORT, unset it to take the next free port, or set 0 to serve no metrics"
+                if configured and error.errno == errno.EADDRINUSE else "check METRICS_ADDRESS")
+        super().__init__(f"metrics: cannot serve on {addr}:{port} ({error.strerror or error}); {hint}")
+
+
+def serve_metrics(port: int, registry: CollectorRegistry, *, addr: str = "127.0.0.1",
+                  configured: bool = False) -> WSGIServer | None:
     """Serve ``registry`` on ``http://addr:port/metrics`` from a daemon thread.
+
+    Workers on one host share the default port: the first takes it, each next one the next free port (up to
+    :data:`FALLBACK_PORTS` on, then any), logged as a warning with the URL it serves on. A port the operator
+    set (``configured``) is taken or the worker does not start.
 
     Args:
         port: the port; 0 serves nothing.
         registry: the metrics to serve.
         addr: the address to bind (``METRICS_ADDRESS``; ``0.0.0.0`` for a scraper on another host).
+        configured: the port was set (``METRICS_PORT``), not defaulted: no other will do.
 
     Returns:
-        The HTTP server (``shutdown()`` stops it), or ``None`` when disabled or the port is taken.
+        The HTTP server (``server_port`` is the port it serves on; ``shutdown()`` stops it), or ``None`` when
+        disabled.
+
+    Raises:
+        MetricsPortError: a configured port is taken, or the address cannot be bound.
     """
     if port == 0:
         return None
-    try:
-        server, _thread = start_http_server(port, addr=addr, registry=registry)
-    except OSError as error:
-        logger.warning("metrics: cannot serve on %s:%d (%s); the worker runs without /metrics", addr, port, error)
-        return None
-    logger.info("metrics on http://%s:%d/metrics", addr, port)
-    return server
+    candidates = [port] if configured else [*range(port, min(port + FALLBACK_PORTS, 65536)), 0]
+    for candidate in candidates:
+        try:
+            server, _thread = start_http_server(candidate, addr=addr, registry=registry)
+        except OSError as error:
+            if error.errno == errno.EADDRINUSE and not configured:
+                continue
+            raise MetricsPortError(addr, candidate, error, configured=configured) from error
+        url = f"{http_base(addr, server.server_port)}/metrics"
+        if addr in WILDCARD_HOSTS:  # the URL names this host's loopback; other hosts reach every interface
+            url = f"{url} (bound to {addr or '0.0.0.0'}: every interface)"
+        if server.server_port == port:
+            logger.info("%s %s", METRICS_LINE, url)
+        else:
+            logger.warning("%s %s: port %d is taken (another worker on this host?); METRICS_PORT pins a port",
+                           METRICS_LINE, url, port)
+        return server
+    raise AssertionError("unreachable: port 0 always binds")  # pragma: no cover
+
+
+def serve_worker_metrics(settings: Settings, registry: CollectorRegistry) -> WSGIServer | None:
+    """:func:`serve_metrics` as the worker's settings say: a ``METRICS_PORT`` set explicitly (environment,
+    ``.env`` or a keyword) is pinned; the default moves on to a free port."""
+    return serve_metrics(settings.metrics_port, registry, addr=settings.metrics_address,
+                         configured="metrics_port" in settings.model_fields_set)
 
 
 def tracing_interceptor() -> TracingInterceptor:
@@ -107,5 +166,5 @@ def configure_tracing(settings: Settings) -> TracerProvider | None:
     return provider
 
 
-__all__ = ["SERVICE_NAME", "configure_tracing", "has_tracing", "serve_metrics", "span_exporter",
-           "tracing_interceptor"]
+__all__ = ["FALLBACK_PORTS", "METRICS_LINE", "SERVICE_NAME", "MetricsPortError", "configure_tracing", "has_tracing",
+           "serve_metrics", "serve_worker_metrics", "span_exporter", "tracing_interceptor"]

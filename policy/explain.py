@@ -28,6 +28,7 @@ from typing import Any
 
 from policy.derive import context_sources
 from policy.enums import DecisionOutcome, OmissionReason
+from policy.epochs import EPOCH_CONTINUED
 from policy.gates import Viewer, admit
 from policy.native import native_call_id
 from policy.pricing import price_for_route
@@ -53,6 +54,23 @@ VISIBILITY_OMISSIONS = frozenset({OmissionReason.OUTSIDE_LINEAGE, OmissionReason
 def is_record_ref(ref: str) -> bool:
     """Whether ``ref`` names a graph record (``memory:…``), not bookkeeping (``epoch:…``)."""
     return not ref.startswith(BOOKKEEPING_PREFIXES)
+
+
+def epoch_state(started: bool, reason: str) -> str:
+    """An assembly's place in its cache epoch as a reader says it: ``started: <why>``, or ``continued``.
+
+    A continuing assembly records the word itself as its reason (:data:`policy.epochs.EPOCH_CONTINUED`), so it
+    is said once, not as ``continued: continued``.
+
+    Args:
+        started: the assembly started the epoch.
+        reason: the epoch record's reason.
+
+    Returns:
+        The phrase.
+    """
+    state = "started" if started else EPOCH_CONTINUED
+    return state if reason in ("", state) else f"{state}: {reason}"
 
 
 def final_decisions(decisions: Iterable[PolicyDecisionRecord]) -> dict[str, PolicyDecisionRecord]:
@@ -637,7 +655,7 @@ def totals(diffs: Iterable[Any]) -> Totals:
 
 __all__ = [
     "Diff", "FiredRule", "MessageChange", "RecordChange", "Side", "Totals", "TraceRow", "Verdict", "billed",
-    "citation_keys", "diff_assemblies", "selected_reason", "final_decisions", "gate_inputs", "is_record_ref", "message_changes",
+    "citation_keys", "diff_assemblies", "epoch_state", "selected_reason", "final_decisions", "gate_inputs", "is_record_ref", "message_changes",
     "message_text", "refs_for", "rule_family", "shown_refs", "sorted_refs", "totals", "trace", "where_shown",
     "why_not",
 ]

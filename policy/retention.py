@@ -32,6 +32,11 @@ in Postgres). For an assembly trace, every class but ``keep`` drops the stored
 provider messages after N days while the decisions, counts and content hash
 stay: such an assembly is no longer replayable byte for byte, and says so
 (``trace_state``).
+
+Objects a tool call wrote that no succeeded result claimed (``stored_objects``
+rows left ``pending``) have no rule of their own: a collection sweeps them once
+:data:`UNCLAIMED_OBJECT_GRACE` has passed since their last write
+(:func:`unclaimed_object_due`).
 """
 
 from __future__ import annotations
@@ -191,6 +196,26 @@ def retention_action(
     return RetentionAction(rule.kind.value) if _DONE.get(rule.kind) else RetentionAction.NONE
 
 
+UNCLAIMED_OBJECT_GRACE = timedelta(days=1)
+"""How long an object a tool call wrote may stay unclaimed (no succeeded result refers to it) before the
+sweep removes it. Far longer than any attempt runs (tool timeouts are minutes), so the sweep never takes
+bytes from a write still in flight; a later retry records the write again and puts the bytes back."""
+
+
+def unclaimed_object_due(written_at: datetime, now: datetime, grace: timedelta = UNCLAIMED_OBJECT_GRACE) -> bool:
+    """Whether a collection at ``now`` sweeps an unclaimed object last written at ``written_at``.
+
+    Args:
+        written_at: when the latest attempt recorded the write (just before its put).
+        now: the collection's logical time.
+        grace: how long an unclaimed object is left alone.
+
+    Returns:
+        True once the grace period has passed.
+    """
+    return now - written_at >= grace
+
+
 RAW_ARCHIVED_REASON = "raw archived by retention"
 """What a rehydration of an archived artifact reports."""
 RAW_REDACTED_REASON = "raw removed by retention"
@@ -292,6 +317,7 @@ __all__ = [
     "RetentionRule",
     "RetentionSpec",
     "RetentionState",
+    "UNCLAIMED_OBJECT_GRACE",
     "arguments_redacted",
     "due_at",
     "effective_rule",
@@ -300,4 +326,5 @@ __all__ = [
     "result_removed",
     "retention_action",
     "scrubbed_reason",
+    "unclaimed_object_due",
 ]

@@ -37,7 +37,7 @@ M = TypeVar("M", bound=Base)
 BRANCH_CYCLE_SQLSTATE = "DSR01"
 """Raised by the ``branches_no_cycle`` trigger (see migration 0001)."""
 ACCOUNT_DELETED_SQLSTATE = "DSR02"
-"""Raised by the ``refuse_deleted_account`` triggers: a row inserted for an account being deleted (migration 0010)."""
+"""Raised by the ``refuse_deleted_account`` triggers: a row inserted for an account being deleted (migration 0011)."""
 
 _TRANSIENT_SQLSTATES = {"40001", "40P01", "55P03", "57P01", "57P02", "57P03", "53300"}
 """Serialisation failure, deadlock, lock timeout, admin shutdown, crash, cannot connect now, too many connections."""

@@ -193,6 +193,19 @@ class ArtifactStore:
 
     # ------------------------------------------------------------------ writes
 
+    def ref_for(self, account_id: str, data: bytes, *,
+                content_type: str = "application/octet-stream") -> ObjectRef:
+        """The reference :meth:`put` would return for ``data``, computed without any request.
+
+        A caller that records a write before making it (``store.objects.record_object``) knows the key first.
+
+        Raises:
+            PayloadTooLargeError: over ``max_payload_bytes``.
+        """
+        self._check_size(len(data))
+        digest = hashlib.sha256(data).hexdigest()
+        return ObjectRef(key=object_key(account_id, digest), sha256=digest, size=len(data), content_type=content_type)
+
     async def put(
         self,
         account_id: str,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import insert, select, tuple_, update
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -24,6 +24,15 @@ from store.models import ContextAssembly, ModelRun, PolicyDecision
 from store.records import AssemblyTimings, ReplayInputs, StoredContextAssembly
 
 
+class SavedAssembly(NamedTuple):
+    """What :func:`save_context_assembly` did."""
+
+    assembly_id: str
+    """The assembly's id."""
+    created: bool
+    """This call wrote it; ``False`` for a retry that found the first write (which stands)."""
+
+
 @translate_errors
 async def save_context_assembly(
     session: AsyncSession,
@@ -37,7 +46,7 @@ async def save_context_assembly(
     assembly_id: str | None = None,
     replay: ReplayInputs | None = None,
     retention: RetentionRule = KEEP,
-) -> str:
+) -> SavedAssembly:
     """Persist what one model call saw and every decision behind it.
 
     Safe to retry with the same ``assembly_id`` (the first write wins). When
@@ -58,7 +67,7 @@ async def save_context_assembly(
             the insert (a retry's first write stands, rule included).
 
     Returns:
-        The assembly id.
+        The assembly id, and whether this call wrote it (what a retry must not count again).
 
     Raises:
         NotFoundError: unknown conversation, branch, participant or run.
@@ -94,7 +103,7 @@ async def save_context_assembly(
     if not await insert_once(session, ContextAssembly, values):
         # A retry: the first write stands, decisions included.
         await get_row(session, ContextAssembly, account_id, assembly_id)
-        return assembly_id
+        return SavedAssembly(assembly_id, created=False)
     if decisions:
         await session.execute(
             insert(PolicyDecision),
@@ -116,7 +125,7 @@ async def save_context_assembly(
             .values(context_assembly_id=assembly_id)
             .execution_options(synchronize_session=False)
         )
-    return assembly_id
+    return SavedAssembly(assembly_id, created=True)
 
 
 @translate_errors

@@ -2,9 +2,12 @@
 
 Small payloads are stored inline in the artifact row; larger ones go to the
 artifact store first and the row records the key. The object is written
-before the row, so a committed row never points at a missing object (an
-object left behind by a rolled-back transaction is harmless: it is
-content-addressed and a retry reuses it).
+before the row, so a committed row never points at a missing object, and its
+``stored_objects`` row is claimed in the same transaction. The live capture
+(:func:`activities.ingest.ingest_tool_result`) records the write before this
+transaction opens, so an object left behind by a rolled-back transaction (a
+retry of the tool may return other bytes) is still known to the graph, and
+swept once its grace period has passed.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from store._sql import translate_errors
 from store.artifacts import ArtifactStore
 from store.errors import AccountDeletedError, ArtifactIntegrityError, ArtifactRetainedError, NotFoundError
 from store.models import Account, ToolArtifact, ToolCall
+from store.objects import claim_objects
 from store.tools import INLINE_PAYLOAD_MAX, ArtifactCapture, get_artifact_for_tool_call, insert_artifact
 
 
@@ -96,6 +100,9 @@ async def capture_artifact(
     else:
         ref = await artifacts.put(account_id, payload, content_type=content_type, privacy=privacy)
         capture = ArtifactCapture(storage="object", storage_key=ref.key, **common)
+        artifact = await insert_artifact(session, account_id, tool_call_id, capture)
+        await claim_objects(session, account_id, tool_call_id, [ref], privacy)
+        return artifact
     return await insert_artifact(session, account_id, tool_call_id, capture)
 
 

@@ -40,7 +40,29 @@ _GETTERS: dict[str, Callable[[AsyncSession, str, str], Awaitable[Any]]] = {
 """Account-scoped getter of each kind of record a chain holds."""
 
 START_KINDS = ("memory", "artifact", "tool_call", "message", "checkpoint", "skill", "user_memory")
-"""The kinds of record a walk can start from."""
+"""The kinds of record a walk can start from (and why-not accepts), in the order a bare id is looked up."""
+
+
+async def get_record(session: AsyncSession, account_id: str, kind: str, record_id: str) -> Any:
+    """One record of the account, by its kind: the store's own getter of that kind.
+
+    Args:
+        session: the caller's session.
+        account_id: the owning account.
+        kind: a kind a chain holds (``memory``, ``artifact``, ``tool_call``, ``message``, ``checkpoint``,
+            ``skill``, ``user_memory``, ``model_run``, ``branch``, ``participant``).
+        record_id: the record's id.
+
+    Returns:
+        The stored record.
+
+    Raises:
+        NotFoundError: an unknown kind, or an unknown or foreign record (the same answer for both).
+    """
+    getter = _GETTERS.get(kind)
+    if getter is None:
+        raise NotFoundError(kind, record_id)
+    return await getter(session, account_id, record_id)
 
 
 @dataclass(frozen=True)
@@ -98,7 +120,7 @@ class _Walk:
         if not record_id or (kind, record_id) in self.links:
             return None
         try:
-            record = await _GETTERS[kind](self.session, self.account_id, record_id)
+            record = await get_record(self.session, self.account_id, kind, record_id)
         except NotFoundError:
             if first:
                 raise
@@ -132,4 +154,4 @@ class _Walk:
         await self._get("participant", participant_id)
 
 
-__all__ = ["START_KINDS", "ChainLink", "ProvenanceChain", "walk_provenance"]
+__all__ = ["START_KINDS", "ChainLink", "ProvenanceChain", "get_record", "walk_provenance"]

@@ -65,6 +65,7 @@ from store.models import (
     ToolMemory,
 )
 from store.errors import StoreError
+from store.objects import forget_call_objects, object_lock, rows_naming
 from store.payloads import read_artifact_payload
 from store.records import StoreRecord
 
@@ -117,21 +118,38 @@ async def participant_retention(session: AsyncSession, account_id: str, particip
 
 
 async def object_still_needed(session: AsyncSession, artifacts: ArtifactStore, account_id: str, key: str, *,
-                              except_artifact: str) -> bool:
-    """Whether a row other than ``except_artifact`` still refers to the object under ``key``.
+                              except_artifact: str | None, except_tool_call: str | None = None,
+                              except_object_row: str | None = None) -> bool:
+    """Whether a row other than the ones being released still refers to the object under ``key``.
 
-    References are artifact rows storing their payload there (live or archived)
-    and generated-file handles naming its sha256, in the one account whose
-    prefix the key is under (keys are never shared across accounts).
+    References are artifact rows storing their payload there (live or archived),
+    stored-object rows (:mod:`store.objects`: a write recorded before its put, claimed
+    or still pending) and generated-file handles naming its sha256 (those captured before
+    writes were recorded), in the one account whose prefix the key is under (keys are
+    never shared across accounts). Call it holding :func:`store.objects.object_lock` on the
+    key, so no write of the same bytes is recorded between this answer and the delete.
+
+    Args:
+        session: a session.
+        artifacts: the artifact store (to read legacy file handles).
+        account_id: the account.
+        key: the object key.
+        except_artifact: the artifact being released (``None``: none).
+        except_tool_call: the call whose stored-object rows are being released.
+        except_object_row: the one stored-object row being swept.
     """
     stored = await session.scalar(select(func.count()).select_from(ToolArtifact).where(
-        ToolArtifact.account_id == account_id, ToolArtifact.storage_key == key, ToolArtifact.id != except_artifact))
+        ToolArtifact.account_id == account_id, ToolArtifact.storage_key == key,
+        *([ToolArtifact.id != except_artifact] if except_artifact is not None else [])))
     if stored:
+        return True
+    if await rows_naming(session, account_id, key, except_tool_call=except_tool_call, except_row=except_object_row):
         return True
     sha256 = key.rsplit("/", 1)[-1]
     handles = await session.scalars(select(ToolArtifact.id).where(
         ToolArtifact.account_id == account_id, ToolArtifact.content_type == FILE_CONTENT_TYPE,
-        ToolArtifact.id != except_artifact, ToolArtifact.retention_state == RetentionState.LIVE.value))
+        *([ToolArtifact.id != except_artifact] if except_artifact is not None else []),
+        ToolArtifact.retention_state == RetentionState.LIVE.value))
     for handle_id in handles.all():
         if await _handle_sha256(session, artifacts, account_id, handle_id) == sha256:
             return True
@@ -303,7 +321,7 @@ async def _apply_artifact(sessions: Any, artifacts: ArtifactStore, account_id: s
     keys = [row.storage_key] if row.storage_key else []
     if action is RetentionAction.DELETE and handle_sha is not None:
         keys.append(object_key(account_id, handle_sha))
-    await _release_objects(sessions, artifacts, account_id, artifact_id, keys)
+    await _release_objects(sessions, artifacts, account_id, artifact_id, row.tool_call_id, keys)
     async with sessions() as session, session.begin():
         # The call that produced the content loses its arguments in the same transaction as the row's end state,
         # and so do the titles of the memories built from it (``name(arguments)``; hash-only blanks them below).
@@ -351,13 +369,20 @@ async def _served_copies(sessions: Any, account_id: str, artifact_id: str, actio
 
 
 async def _release_objects(sessions: Any, artifacts: ArtifactStore, account_id: str, artifact_id: str,
-                           keys: list[str]) -> None:
-    """Remove each object no other row still refers to."""
+                           tool_call_id: str, keys: list[str]) -> None:
+    """Remove each object no other row still refers to, then the call's own stored-object rows for it.
+
+    Under the key's lock, in one transaction: the object goes first, the rows after, so a crash
+    in between leaves rows naming a missing object that the next run finishes.
+    """
     for key in keys:
-        async with sessions() as session:
-            needed = await object_still_needed(session, artifacts, account_id, key, except_artifact=artifact_id)
-        if not needed:
-            await artifacts.delete(account_id, key)
+        async with sessions() as session, session.begin():
+            await object_lock(session, key)
+            needed = await object_still_needed(session, artifacts, account_id, key, except_artifact=artifact_id,
+                                               except_tool_call=tool_call_id)
+            if not needed:
+                await artifacts.delete(account_id, key)
+            await forget_call_objects(session, account_id, tool_call_id, key)
 
 
 async def _archive(sessions: Any, artifacts: ArtifactStore, account_id: str, artifact_id: str, row: Any) -> None:
@@ -372,7 +397,7 @@ async def _archive(sessions: Any, artifacts: ArtifactStore, account_id: str, art
                     ToolArtifact.account_id == account_id, ToolArtifact.id == artifact_id)) or b"")
         await artifacts.put_at(account_id, target, data, content_type=row.content_type)
     if row.storage_key is not None and row.storage_key != target:
-        await _release_objects(sessions, artifacts, account_id, artifact_id, [row.storage_key])
+        await _release_objects(sessions, artifacts, account_id, artifact_id, row.tool_call_id, [row.storage_key])
     async with sessions() as session, session.begin():
         await session.execute(update(ToolArtifact).where(
             ToolArtifact.account_id == account_id, ToolArtifact.id == artifact_id).values(

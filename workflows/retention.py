@@ -2,7 +2,9 @@
 
 ``RetentionWorkflow`` is what the retention Temporal Schedule starts: for each
 record kind (artifacts, memories, assembly traces) it walks the rows in id
-order, one batch per activity, applying the rules at one logical ``now``.
+order, one batch per activity, applying the rules at one logical ``now``; then
+it sweeps the objects tool calls wrote that no succeeded result claimed, past
+their grace period (``object``, behind :data:`OBJECT_SWEEP_PATCH`).
 
 ``DeleteAccountWorkflow`` runs the steps of
 :func:`store.account_deletion.deletion_plan`, each repeated until it removes
@@ -49,6 +51,12 @@ the run fails and says why."""
 KINDS = ("artifact", "memory", "trace")
 """Artifacts first: deleting one marks its memories before the memories' own rules run."""
 
+OBJECT_KIND = "object"
+"""The unclaimed-object sweep, after the record kinds."""
+
+OBJECT_SWEEP_PATCH = "retention-object-sweep"
+"""Runs started before the sweep existed replay without it."""
+
 HISTORY_STEPS = 500
 """Activities per deletion run before continuing as new."""
 
@@ -71,7 +79,8 @@ class RetentionWorkflow:
     async def run(self, run: RetentionRunInput) -> RetentionRunResult:
         now = run.now or workflow.now()
         totals: dict[str, int] = {}
-        for kind in KINDS:
+        kinds = (*KINDS, OBJECT_KIND) if workflow.patched(OBJECT_SWEEP_PATCH) else KINDS
+        for kind in kinds:
             after: str | None = None
             while True:
                 batch: RetentionBatchResult = await workflow.execute_activity(

@@ -33,7 +33,10 @@ from policy.tools import ToolSpec
 if TYPE_CHECKING:
     from activities.deps import GraphDeps
     from activities.skills import SkillLibrary
-    from store.artifacts import ArtifactStore
+    from store.artifacts import ArtifactStore, ObjectRef
+
+ObjectRecorder = Callable[["ObjectRef", PrivacyClass], Awaitable[None]]
+"""``record(ref, privacy)``: commit the graph's record of an object the call is about to put."""
 
 
 class ToolError(Exception):
@@ -96,6 +99,10 @@ class ToolContext:
     elsewhere."""
     skills: SkillLibrary | None = None
     """The worker's skills, for ``load_skill``; ``None`` elsewhere."""
+    record_object: ObjectRecorder | None = None
+    """Records an object in the graph before the tool puts it (``activities.ingest.object_recorder``), so no
+    byte in the bucket is unknown to the graph; ``None`` where there is no graph, and a tool that stores
+    objects then refuses to run."""
 
 
 @dataclass(frozen=True)
@@ -111,6 +118,9 @@ class ToolResult:
     the captured artifact is never looser than either. ``None``: the call's."""
     private: bool = False
     """Capture the result private to the calling participant (``recall`` of bytes only it may see)."""
+    objects: tuple[ObjectRef, ...] = ()
+    """Objects the tool put that the result refers to (a file handle's bytes): the capture of a succeeded
+    result claims their records, and the sweep removes what no succeeded result claimed."""
 
 
 ToolRunner = Callable[[ToolContext, dict[str, Any]], Awaitable[ToolResult]]
@@ -152,6 +162,7 @@ class RegisteredTool:
 
 __all__ = [
     "DeferredToolError",
+    "ObjectRecorder",
     "RegisteredTool",
     "ToolArgumentError",
     "ToolContext",

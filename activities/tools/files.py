@@ -8,6 +8,12 @@ nothing new and returns the same handle. The result is a file handle
 memory ("generated file report.md, 512 bytes at s3://...") that a parent
 may receive from a subagent by promotion.
 
+The write is recorded in the graph before the put (:attr:`ToolContext.record_object`,
+``store.objects``): a put whose call then fails leaves a record the retention
+sweep removes, never bytes nothing in the graph names. The result lists the
+object (:attr:`ToolResult.objects`), so the capture of the succeeded call claims
+the record in the artifact's own transaction.
+
 The file's privacy class is the call's (:attr:`ToolContext.privacy`): its
 content is the model's arguments, which carry the strictest class of what the
 model was shown (:func:`store.tools.record_tool_call`). The spec's ``user`` is
@@ -21,11 +27,18 @@ import re
 from pathlib import PurePosixPath
 from typing import Any
 
-from activities.tools.base import RegisteredTool, ToolArgumentError, ToolContext, ToolExecutionError, ToolResult
+from activities.tools.base import (
+    RegisteredTool,
+    ToolArgumentError,
+    ToolContext,
+    ToolError,
+    ToolExecutionError,
+    ToolResult,
+)
 from policy.derive import FILE_CONTENT_TYPE
 from policy.enums import FreshnessClass, PrivacyClass
 from policy.tools import ToolSpec
-from store.errors import ArtifactStoreError, PayloadTooLargeError
+from store.errors import ArtifactStoreError, PayloadTooLargeError, StoreError
 
 MAX_CONTENT_CHARS = 1_000_000
 """A generated file is a report or an export, not a dump."""
@@ -69,23 +82,33 @@ def content_type_for(name: str) -> str:
 
 
 async def write_file(context: ToolContext, arguments: dict[str, Any]) -> ToolResult:
-    """``files.write``: upload the content, return the file handle."""
+    """``files.write``: record the write, upload the content, return the file handle."""
     name = check_file_name(arguments["name"])
     data = arguments["content"].encode("utf-8")
     if context.artifacts is None:
         raise ToolExecutionError("files.write needs object storage, and this runtime has none configured")
     try:
+        ref = context.artifacts.ref_for(context.account_id, data, content_type=content_type_for(name))
+    except PayloadTooLargeError as error:
+        raise ToolArgumentError(f"{name} is too large to store: {error}") from error
+    if context.record_object is None:  # a wiring bug, not a bad call: no attempt can fix it
+        raise ToolError("files.write needs the runtime graph to record what it stores; none was given")
+    try:
+        # Recorded (committed) before the put: bytes in the bucket are never unknown to the graph.
+        await context.record_object(ref, context.privacy)
+    except StoreError as error:
+        raise ToolExecutionError(f"could not record {name} before storing it: {error}") from error
+    try:
         # The content is the call's arguments: the object carries the call's class (taint), not the tool's own.
-        ref = await context.artifacts.put(
-            context.account_id, data, content_type=content_type_for(name), privacy=context.privacy
-        )
+        await context.artifacts.put(context.account_id, data, content_type=ref.content_type, privacy=context.privacy)
     except PayloadTooLargeError as error:
         raise ToolArgumentError(f"{name} is too large to store: {error}") from error
     except ArtifactStoreError as error:
         raise ToolExecutionError(f"could not store {name}: {error}") from error
     uri = f"s3://{context.artifacts.bucket}/{ref.key}"
     handle = {"name": name, "bytes": ref.size, "sha256": ref.sha256, "uri": uri}
-    return ToolResult(payload=json.dumps(handle, ensure_ascii=False).encode(), content_type=FILE_CONTENT_TYPE)
+    return ToolResult(payload=json.dumps(handle, ensure_ascii=False).encode(), content_type=FILE_CONTENT_TYPE,
+                      objects=(ref,))
 
 
 TOOLS: tuple[RegisteredTool, ...] = (

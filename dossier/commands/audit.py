@@ -16,6 +16,7 @@ from typing import Any
 
 from dossier.client import InvalidInputError, check_id, check_record_ref
 from dossier.commands.agent import _refusing, _run, _with_client
+from policy.explain import epoch_state
 from policy.lines import escape_invisible
 
 MESSAGE_CHARS = 2000
@@ -125,8 +126,8 @@ def _show_explanation(result: Any, *, brief: bool = False) -> None:
     _print(f"tokens        {result.assembled_tokens} of budget {result.token_budget} "
            f"(full replay would be {result.legacy_tokens})")
     if result.epoch:
-        state = "started" if result.epoch.get("started") else "continued"
-        _print(f"epoch         {result.epoch.get('epoch_id', '')} {state}: {result.epoch.get('reason', '')}")
+        state = epoch_state(bool(result.epoch.get("started")), str(result.epoch.get("reason", "")))
+        _print(f"epoch         {result.epoch.get('epoch_id', '')} {state}")
     if brief:
         _print(f"context       {len(result.messages)} messages as sent (`dossier explain` prints them)")
     else:
@@ -164,8 +165,10 @@ def _show_explanation(result: Any, *, brief: bool = False) -> None:
         _print(f"... and {len(result.omitted) - BRIEF_ROWS} more")
     counts = ", ".join(f"{reason} {count}" for reason, count in sorted(result.omission_counts.items()))
     _print(f"omission counts: {counts or 'none'}")
+    epoch_ref = f"epoch:{result.epoch.get('epoch_id', '')}" if result.epoch else None
     for note in result.notes:
-        _print(f"note: {note.ref} {note.outcome}: {note.reason}")
+        if note.ref != epoch_ref:  # the epoch line above says it already
+            _print(f"note: {note.ref} {note.outcome}: {note.reason}")
     if result.trace is not None and not brief:
         _print()
         _print(f"== trace ({len(result.trace)} rows)")

@@ -3,10 +3,13 @@
     dossier inspector                      # serve on INSPECTOR_PORT (8234); prints this installation's login URL
     dossier inspector --port 9000
     dossier inspector --account ID --url   # only print a login URL for ACCOUNT ID (to the running service)
+    dossier inspector --url --reveal       # a login URL whose viewer may reveal secret-class raw payloads
 
 A login URL carries a token signed with the secret under ``DOSSIER_HOME`` and
 lets its holder read that one account, for a week; the pages never take an
-account from the URL. ``dossier services up`` starts the inspector as a service.
+account from the URL. Raw payloads of the secret class are withheld unless the
+URL was printed with ``--reveal`` and the viewer asks (each reveal is logged).
+``dossier services up`` starts the inspector as a service.
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="the account the login URL reads (default: this installation's)")
     parser.add_argument("--url", action="store_true",
                         help="print the login URL (for the running inspector service, else --host/--port) and exit")
+    parser.add_argument("--reveal", action="store_true",
+                        help="with --url: the viewer may reveal secret-class raw payloads (each reveal is logged)")
     parser.set_defaults(handler=_handler)
 
 
@@ -40,6 +45,7 @@ def _handler(args: argparse.Namespace) -> int:
     from dossier.inspector.auth import load_secret
     from dossier.inspector.serve import login_url, serve
     from dossier.services.inspector import running_url
+    from dossier.services.process import http_base
 
     settings = Settings()
     missing = ""
@@ -54,8 +60,8 @@ def _handler(args: argparse.Namespace) -> int:
     secret = load_secret(settings.dossier_home)
     if args.url:
         assert account is not None
-        print(login_url(running_url(settings) or f"http://{args.host}:{args.port or settings.inspector_port}",
-                        secret, account))
+        print(login_url(running_url(settings) or http_base(args.host, args.port or settings.inspector_port),
+                        secret, account, reveal=args.reveal))
         return 0
 
     def ready(base: str) -> None:

@@ -9,7 +9,8 @@ Pages (every one but ``/healthz`` and ``/login`` needs a viewer token, see
     /                              the account's conversations
     /conversations/{id}?branch=    branch tree, the branch's human transcript, model runs
     /runs/{id}                     a model run: assembled context beside legacy replay, decisions, Temporal link
-    /records/{kind}/{id}           provenance of a memory, artifact, tool call or message, down to the raw bytes
+    /records/{kind}/{id}?reveal=1  provenance of a memory, artifact, tool call or message, down to the raw bytes
+                                   (a secret-class artifact's only when the token may reveal and the URL asks)
     /runs/{id}/why-not?record=     why a record was or was not in a run's context
     /runs/{id}/diff?against=       two runs' assemblies compared
     /what-if?policy=&conversation= a conversation's assemblies replayed under another policy version
@@ -41,8 +42,9 @@ from starlette.templating import Jinja2Templates
 
 from activities.deps import GraphDeps
 from dossier.inspector import audit_views, reads
-from dossier.inspector.auth import COOKIE, TOKEN_TTL_SECONDS, verify_token
+from dossier.inspector.auth import COOKIE, TOKEN_TTL_SECONDS, Viewer, verify_viewer
 from policy.errors import UnknownPolicyVersionError
+from policy.explain import epoch_state
 from policy.lines import escape_invisible
 from store.errors import NotFoundError
 
@@ -80,7 +82,7 @@ def templates() -> Jinja2Templates:
                       trim_blocks=True, lstrip_blocks=True)
     env.filters.update(visible=visible, short=short, pretty=lambda v: json.dumps(v, indent=2, ensure_ascii=False,
                                                                                    default=str, sort_keys=True))
-    env.globals.update(record_link=reads.record_link, quote=lambda v: quote(str(v), safe=""))
+    env.globals.update(record_link=reads.record_link, epoch_state=epoch_state, quote=lambda v: quote(str(v), safe=""))
     return Jinja2Templates(env=env)
 
 
@@ -117,18 +119,20 @@ def create_app(deps: GraphDeps, *, secret: bytes, temporal_ui: str | None = None
     def page(template: str, request: Request, status_code: int = 200, **context: Any) -> Response:
         return render.TemplateResponse(request, template, {"ui_url": ui_url, **context}, status_code=status_code)
 
-    def viewer(request: Request) -> str | None:
+    def viewer(request: Request) -> Viewer | None:
         header = request.headers.get("authorization", "")
         token = header[7:].strip() if header.lower().startswith("bearer ") else request.cookies.get(COOKIE)
-        return verify_token(secret, token)
+        return verify_viewer(secret, token)
 
     def guarded(handler: Page) -> Callable[[Request], Awaitable[Response]]:
-        """A page that needs a viewer; a foreign or unknown id is the same 404."""
+        """A page that needs a viewer (kept in ``request.state.viewer``); a foreign or unknown id is the same 404."""
 
         async def endpoint(request: Request) -> Response:
-            account = viewer(request)
-            if account is None:
+            found = viewer(request)
+            if found is None:
                 return page("unauthorized.html", request, status_code=401)
+            request.state.viewer = found
+            account = found.account_id
             try:
                 return await handler(request, account)
             except NotFoundError:
@@ -141,7 +145,7 @@ def create_app(deps: GraphDeps, *, secret: bytes, temporal_ui: str | None = None
 
     async def login(request: Request) -> Response:
         token = request.query_params.get("token")
-        if verify_token(secret, token) is None:
+        if verify_viewer(secret, token) is None:
             return page("unauthorized.html", request, status_code=401)
         response = RedirectResponse("/", status_code=303)
         response.set_cookie(COOKIE, token or "", max_age=TOKEN_TTL_SECONDS, httponly=True, samesite="strict",
@@ -167,8 +171,12 @@ def create_app(deps: GraphDeps, *, secret: bytes, temporal_ui: str | None = None
         return page("run.html", request, account=account, view=view)
 
     async def record(request: Request, account: str) -> Response:
-        found = await reads.provenance(deps, account, request.path_params["kind"], request.path_params["record_id"])
-        return page("record.html", request, account=account, found=found, raw_limit=reads.RAW_SHOWN_BYTES)
+        # Secret-class raw bytes: only for a viewer whose token may reveal, and only when asked (logged).
+        can_reveal = request.state.viewer.reveal
+        found = await reads.provenance(deps, account, request.path_params["kind"], request.path_params["record_id"],
+                                       reveal=can_reveal and request.query_params.get("reveal") == "1")
+        return page("record.html", request, account=account, found=found, raw_limit=reads.RAW_SHOWN_BYTES,
+                    can_reveal=can_reveal)
 
     async def why_not(request: Request, account: str) -> Response:
         run_id = reads.check_uuid(request.path_params["model_run_id"], "model_run")
@@ -229,6 +237,7 @@ READ_PATHS = (
     "/runs/{model_run_id}/diff?against={model_run_id}",
     "/records/memory/{memory_id}",
     "/records/artifact/{artifact_id}",
+    "/records/artifact/{artifact_id}?reveal=1",
     "/records/tool_call/{tool_call_id}",
     "/records/message/{message_id}",
     "/what-if?policy={policy}&conversation={conversation_id}",

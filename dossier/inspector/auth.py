@@ -11,6 +11,13 @@ other: there is no way to name an account in a URL.
     secret = load_secret(settings.dossier_home)
     token = issue_token(secret, account_id)             # "v1.<account>.<expires>.<signature>"
     verify_token(secret, token)                         # -> account id, or None
+    issue_token(secret, account_id, reveal=True)        # "v1.<account>.<expires>.reveal.<signature>"
+    verify_viewer(secret, token)                        # -> Viewer(account_id, reveal), or None
+
+A token may also carry ``reveal`` (``dossier inspector --url --reveal``): only
+its holder can ask to see the raw bytes of a secret-class artifact, and each
+such reveal is logged. The flag is under the signature, so it cannot be added
+to a token that lacks it.
 
 Anyone holding a token sees its account until it expires; rotating the secret
 (deleting the file) revokes every token at once.
@@ -26,6 +33,7 @@ import secrets
 import tempfile
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 
 SECRET_FILE = "inspector-secret"
@@ -38,6 +46,17 @@ TOKEN_TTL_SECONDS = 7 * 24 * 3600
 """How long a printed login URL stays valid (a week)."""
 
 _VERSION = "v1"
+_REVEAL = "reveal"
+
+
+@dataclass(frozen=True)
+class Viewer:
+    """Who a valid token lets in."""
+
+    account_id: str
+    """The one account the viewer reads."""
+    reveal: bool = False
+    """The viewer may ask to see secret-class raw payloads (each reveal is logged)."""
 
 
 def load_secret(home: Path) -> bytes:
@@ -88,7 +107,7 @@ def _sign(secret: bytes, body: str) -> str:
 
 
 def issue_token(secret: bytes, account_id: str, *, ttl_seconds: int = TOKEN_TTL_SECONDS,
-                now: float | None = None) -> str:
+                now: float | None = None, reveal: bool = False) -> str:
     """A viewer token for ``account_id``.
 
     Args:
@@ -96,21 +115,22 @@ def issue_token(secret: bytes, account_id: str, *, ttl_seconds: int = TOKEN_TTL_
         account_id: the account the viewer may read.
         ttl_seconds: how long the token is valid.
         now: the current time (default: the clock).
+        reveal: the viewer may ask to see secret-class raw payloads.
 
     Returns:
-        ``v1.<account>.<expires>.<signature>``.
+        ``v1.<account>.<expires>.<signature>``, with ``.reveal`` before the signature when ``reveal``.
 
     Raises:
         ValueError: an account id that is not a UUID.
     """
     account = str(uuid.UUID(account_id))
     expires = int((time.time() if now is None else now) + ttl_seconds)
-    body = f"{_VERSION}.{account}.{expires}"
+    body = f"{_VERSION}.{account}.{expires}" + (f".{_REVEAL}" if reveal else "")
     return f"{body}.{_sign(secret, body)}"
 
 
-def verify_token(secret: bytes, token: str | None, *, now: float | None = None) -> str | None:
-    """The account a token names, if it is well formed, signed with ``secret`` and not expired.
+def verify_viewer(secret: bytes, token: str | None, *, now: float | None = None) -> Viewer | None:
+    """The viewer a token names, if it is well formed, signed with ``secret`` and not expired.
 
     Args:
         secret: the signing secret.
@@ -118,14 +138,14 @@ def verify_token(secret: bytes, token: str | None, *, now: float | None = None) 
         now: the current time (default: the clock).
 
     Returns:
-        The account id, or ``None`` for any token that does not check out.
+        The viewer, or ``None`` for any token that does not check out.
     """
     if not token or len(token) > 200:
         return None
     parts = token.split(".")
-    if len(parts) != 4 or parts[0] != _VERSION:
+    if len(parts) not in (4, 5) or parts[0] != _VERSION or (len(parts) == 5 and parts[3] != _REVEAL):
         return None
-    body, signature = ".".join(parts[:3]), parts[3]
+    body, signature = ".".join(parts[:-1]), parts[-1]
     if not hmac.compare_digest(_sign(secret, body), signature):
         return None
     try:
@@ -135,7 +155,14 @@ def verify_token(secret: bytes, token: str | None, *, now: float | None = None) 
         return None
     if expires < (time.time() if now is None else now):
         return None
-    return account
+    return Viewer(account, reveal=len(parts) == 5)
 
 
-__all__ = ["COOKIE", "SECRET_FILE", "TOKEN_TTL_SECONDS", "issue_token", "load_secret", "verify_token"]
+def verify_token(secret: bytes, token: str | None, *, now: float | None = None) -> str | None:
+    """The account a token names (:func:`verify_viewer`), or ``None`` for any token that does not check out."""
+    viewer = verify_viewer(secret, token, now=now)
+    return viewer.account_id if viewer else None
+
+
+__all__ = ["COOKIE", "SECRET_FILE", "TOKEN_TTL_SECONDS", "Viewer", "issue_token", "load_secret", "verify_token",
+           "verify_viewer"]

@@ -11,13 +11,14 @@ render them with autoescaping on, so tool text arrives as data.
 
 from __future__ import annotations
 
+import logging
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
 from activities.deps import GraphDeps
 from policy.derive import decode_payload
-from policy.enums import DecisionOutcome, MessageRole
+from policy.enums import DecisionOutcome, MessageRole, PrivacyClass
 from policy.legacy import legacy_messages
 from policy.records import (
     ArtifactRecord,
@@ -34,7 +35,7 @@ from store.assemblies import get_context_assembly
 from store.candidates import load_candidates
 from store.errors import ArtifactStoreError, NotFoundError
 from store.payloads import read_artifact_payload
-from store.provenance import walk_provenance
+from store.provenance import get_record, walk_provenance
 from store.records import BranchRecord, ConversationRecord, ModelRunRecord, StoredContextAssembly
 
 RAW_SHOWN_BYTES = 16 * 1024
@@ -43,8 +44,15 @@ RAW_SHOWN_BYTES = 16 * 1024
 REPLAY_SHOWN_CHARS = 4000
 """Most characters of one replayed message shown beside the assembled context."""
 
+WITHHELD_RAW = frozenset({PrivacyClass.SECRET_ADJACENT})
+"""Privacy classes whose raw artifact bytes no page shows by default: a placeholder names the class and the size.
+An artifact's own page shows them to a viewer whose token may reveal (``dossier inspector --url --reveal``) when
+asked (``?reveal=1``), and logs each reveal; the replay column of a run page never does."""
+
 RECORD_KINDS = ("memory", "artifact", "tool_call", "message")
 """Record kinds with a provenance page (``/records/<kind>/<id>``); model runs have their own page."""
+
+logger = logging.getLogger(__name__)
 
 INCLUDED = frozenset({DecisionOutcome.INCLUDED, DecisionOutcome.REHYDRATED, DecisionOutcome.PROTECTED})
 """Decision outcomes that put their subject into the context."""
@@ -235,6 +243,9 @@ async def run_view(deps: GraphDeps, account_id: str, model_run_id: str) -> RunVi
                           for call in m.tool_calls}
         raw: dict[str, str] = {}
         for artifact in (a for a in loaded.artifacts if a.call_id in replayed_calls):
+            if artifact.privacy in WITHHELD_RAW:
+                raw[artifact.id] = f"[{withheld_note(artifact)}; its artifact page can reveal them]"
+                continue
             try:
                 raw[artifact.id] = decode_payload(
                     await read_artifact_payload(session, deps.artifacts, account_id, artifact.id))
@@ -279,6 +290,15 @@ class RawBytes:
     total_bytes: int
     shown_bytes: int
     error: str | None = None
+    withheld: str | None = None
+    """The privacy class whose bytes are not shown (:data:`WITHHELD_RAW`), when they are not."""
+    revealed: bool = False
+    """Bytes of a withheld class, shown on the viewer's explicit request."""
+
+
+def withheld_note(artifact: ArtifactRecord) -> str:
+    """What a page says instead of a withheld raw payload: its class and size."""
+    return f"raw bytes withheld: {artifact.privacy.value}, {artifact.result_bytes:,} bytes"
 
 
 @dataclass
@@ -301,20 +321,29 @@ class Provenance:
     """A tool call's attempts."""
 
 
-async def raw_bytes(deps: GraphDeps, session: Any, account_id: str, artifact: ArtifactRecord) -> RawBytes:
+async def raw_bytes(deps: GraphDeps, session: Any, account_id: str, artifact: ArtifactRecord, *,
+                    reveal: bool = False) -> RawBytes:
     """The first :data:`RAW_SHOWN_BYTES` of an artifact's verified payload, decoded for display.
 
-    Bytes that fail their hash or are gone are reported, never shown.
+    Bytes that fail their hash or are gone are reported, never shown. Bytes of a :data:`WITHHELD_RAW` class
+    are not read unless ``reveal`` (the viewer may and asked to); a reveal is logged.
     """
+    withheld = artifact.privacy in WITHHELD_RAW
+    if withheld and not reveal:
+        return RawBytes("", artifact.result_bytes, 0, withheld=artifact.privacy.value)
     try:
         payload = await read_artifact_payload(session, deps.artifacts, account_id, artifact.id)
     except ArtifactStoreError as error:
         return RawBytes("", artifact.result_bytes, 0, error=type(error).__name__)
+    if withheld:
+        logger.warning("inspector: account %s revealed the %s raw bytes of artifact %s (%d bytes)", account_id,
+                       artifact.privacy.value, artifact.id, len(payload))
     shown = payload[:RAW_SHOWN_BYTES]
-    return RawBytes(shown.decode("utf-8", errors="replace"), len(payload), len(shown))
+    return RawBytes(shown.decode("utf-8", errors="replace"), len(payload), len(shown), revealed=withheld)
 
 
-async def provenance(deps: GraphDeps, account_id: str, kind: str, record_id: str) -> Provenance:
+async def provenance(deps: GraphDeps, account_id: str, kind: str, record_id: str, *,
+                     reveal: bool = False) -> Provenance:
     """A record's provenance chain down to the raw artifact.
 
     Args:
@@ -322,6 +351,7 @@ async def provenance(deps: GraphDeps, account_id: str, kind: str, record_id: str
         account_id: the viewer's account.
         kind: one of :data:`RECORD_KINDS`.
         record_id: the record's id.
+        reveal: show an artifact's raw bytes even of a :data:`WITHHELD_RAW` class (logged).
 
     Raises:
         NotFoundError: an unknown kind, or an unknown or foreign record.
@@ -335,9 +365,9 @@ async def provenance(deps: GraphDeps, account_id: str, kind: str, record_id: str
         # attempts, a tool call's own artifact) and reads any record the walk did not reach (raising if gone).
         chain = await walk_provenance(session, account_id, kind, record_id)
 
-        async def record(of_kind: str, one_id: str, getter: Any) -> Any:
+        async def record(of_kind: str, one_id: str) -> Any:
             reached = chain.get(of_kind, one_id)
-            return reached if reached is not None else await getter(session, account_id, one_id)
+            return reached if reached is not None else await get_record(session, account_id, of_kind, one_id)
 
         branch_id: str | None = None
         run_ids: list[str] = []
@@ -352,7 +382,7 @@ async def provenance(deps: GraphDeps, account_id: str, kind: str, record_id: str
         elif kind == "artifact":
             artifact = chain.get(kind, record_id)
             found.artifacts.append(artifact)
-            found.raw = await raw_bytes(deps, session, account_id, artifact)
+            found.raw = await raw_bytes(deps, session, account_id, artifact, reveal=reveal)
             found.arguments = await tool_store.get_artifact_arguments(session, account_id, artifact.id)
             branch_id = artifact.branch_id
         elif kind == "tool_call":
@@ -371,16 +401,16 @@ async def provenance(deps: GraphDeps, account_id: str, kind: str, record_id: str
             run_ids.append(found.message.model_run_id or "")
         for artifact in found.artifacts:
             if kind != "tool_call":
-                found.tool_calls.append(await record("tool_call", artifact.tool_call_id, tool_store.get_tool_call))
+                found.tool_calls.append(await record("tool_call", artifact.tool_call_id))
             participant_ids.append(artifact.owner_participant_id)
         for call in found.tool_calls:
             run_ids.append(call.model_run_id or "")
             participant_ids.append(call.participant_id)
         for run_id in dict.fromkeys(r for r in run_ids if r):
-            found.runs.append(await record("model_run", run_id, messages.get_model_run))
-        found.branch = await record("branch", branch_id, branches.get_branch)
+            found.runs.append(await record("model_run", run_id))
+        found.branch = await record("branch", branch_id)
         for participant_id in dict.fromkeys(p for p in participant_ids if p):
-            found.participants.append(await record("participant", participant_id, conversations.get_participant))
+            found.participants.append(await record("participant", participant_id))
     return found
 
 
@@ -392,6 +422,6 @@ def record_link(subject_ref: str) -> tuple[str, str] | None:
     return None
 
 
-__all__ = ["RAW_SHOWN_BYTES", "RECORD_KINDS", "BranchNode", "ConversationView", "Provenance", "RawBytes", "RunView",
+__all__ = ["RAW_SHOWN_BYTES", "RECORD_KINDS", "WITHHELD_RAW", "withheld_note", "BranchNode", "ConversationView", "Provenance", "RawBytes", "RunView",
            "ShownMessage", "TranscriptLine", "branch_tree", "check_uuid", "conversation_list", "conversation_view",
            "owns_assembly", "provenance", "record_link", "run_view", "speaker"]

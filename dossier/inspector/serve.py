@@ -19,6 +19,7 @@ import uvicorn
 from dossier.inspector.app import create_app
 from dossier.inspector.auth import issue_token, load_secret
 from dossier.runtime import open_graph
+from dossier.services.process import http_base
 from dossier.services.state import read_state
 from dossier.settings import Settings
 
@@ -38,9 +39,10 @@ def temporal_ui_base(settings: Settings) -> str | None:
     return temporal.ui_url if temporal.is_running() else None
 
 
-def login_url(base: str, secret: bytes, account_id: str) -> str:
-    """The URL that signs a browser in as a viewer of ``account_id``."""
-    return f"{base.rstrip('/')}/login?token={issue_token(secret, account_id)}"
+def login_url(base: str, secret: bytes, account_id: str, *, reveal: bool = False) -> str:
+    """The URL that signs a browser in as a viewer of ``account_id`` (``reveal``: one who may ask to see
+    secret-class raw payloads, each reveal logged)."""
+    return f"{base.rstrip('/')}/login?token={issue_token(secret, account_id, reveal=reveal)}"
 
 
 async def serve(settings: Settings, *, host: str = "127.0.0.1", port: int | None = None,
@@ -62,7 +64,7 @@ async def serve(settings: Settings, *, host: str = "127.0.0.1", port: int | None
         while not server.started and not task.done():
             await asyncio.sleep(0.05)
         if server.started and ready is not None:
-            ready(f"http://{host}:{port}")
+            ready(http_base(host, port))
         await task
 
 

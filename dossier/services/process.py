@@ -32,6 +32,9 @@ from dossier.services.errors import ServiceConfigError, ServiceStartError, Servi
 
 LOCALHOST = "127.0.0.1"
 
+WILDCARD_HOSTS = {"0.0.0.0": LOCALHOST, "": LOCALHOST, "::": "::1", "[::]": "::1"}
+"""Bind addresses that mean every interface, and the loopback address a client on this host opens instead."""
+
 SOCKET_ROOT = Path("/tmp")
 """Where services' Unix sockets go: a socket path must fit in 107 bytes, a checkout's path need not."""
 
@@ -327,6 +330,18 @@ def log_tail(path: Path, lines: int = 25) -> str:
     except OSError as e:
         return f"(no log: {e})"
     return "\n".join(text.splitlines()[-lines:])
+
+
+def http_base(host: str, port: int) -> str:
+    """The URL a client on this host opens for a server bound to ``host``:``port``.
+
+    ``0.0.0.0`` (and ``::``) is an address to bind, not one to connect to: its URL names the loopback
+    address instead (where the compose file publishes ports), and an IPv6 address is bracketed.
+    """
+    host = WILDCARD_HOSTS.get(host, host)
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    return f"http://{host}:{port}"
 
 
 def port_is_free(port: int) -> bool:

@@ -3,13 +3,16 @@
 It is started after Postgres, S3 and Temporal, with their addresses in its
 environment, so it connects to exactly the services this stack runs (and
 never takes the services lock itself). It counts as ready once its log says
-it is polling. A running worker keeps the code it started with: after
+it is polling; the URL its log names for ``/metrics`` (another port than
+``METRICS_PORT``'s default when another worker on this host holds that one)
+is kept in the services state and shown by `dossier services status`. A running worker keeps the code it started with: after
 changing the code, `dossier services down worker` and up again.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -30,6 +33,17 @@ class WorkerRecord(ProcessRecord):
     """What `services.json` remembers about the embedded worker."""
 
     task_queue: str = TASK_QUEUE
+    metrics_url: str | None = None
+    """Where it serves ``/metrics``, as its log says (the default port may have been taken by another worker on
+    this host); ``None`` when it serves none."""
+
+
+def metrics_url(log: str) -> str | None:
+    """The metrics URL a worker's log names (:data:`dossier.telemetry.METRICS_LINE`), if it serves any."""
+    from dossier.telemetry import METRICS_LINE  # not at import: dossier.telemetry imports this package
+
+    found = re.search(re.escape(METRICS_LINE) + r" (http://\S+/metrics)", log)
+    return found.group(1) if found else None
 
 
 def folder(settings: Settings) -> Path:
@@ -90,17 +104,18 @@ def start(settings: Settings, record: dict[str, Any] | None, endpoints: Endpoint
     handle = spawn([sys.executable, "-m", "worker"], log_path, cwd=home, env=worker_environment(settings, endpoints))
     new = WorkerRecord(pid=handle.pid, create_time=handle.create_time, task_queue=settings.temporal_task_queue)
 
-    def ready() -> bool:
+    def since_start() -> str:
         with open(log_path, "rb") as log:
             log.seek(offset)
-            return READY_LINE.encode() in log.read()
+            return log.read().decode(errors="replace")
 
     try:
-        wait_healthy(ready, what="worker", handle=handle, log_path=log_path, timeout=START_TIMEOUT)
+        wait_healthy(lambda: READY_LINE in since_start(), what="worker", handle=handle, log_path=log_path,
+                     timeout=START_TIMEOUT)
     except BaseException:
         terminate(handle)
         raise
-    return new
+    return new.model_copy(update={"metrics_url": metrics_url(since_start())})
 
 
 def stop(settings: Settings, record: dict[str, Any] | None) -> bool:
@@ -113,4 +128,4 @@ def status(settings: Settings, record: dict[str, Any] | None) -> ServiceStatus:
     old = WorkerRecord.model_validate(record) if record else None
     if old is None or not old.is_running():
         return ServiceStatus(NAME, "stopped", detail=str(folder(settings) / "worker.log"))
-    return ServiceStatus(NAME, "running", pid=old.pid, detail=f"task queue {old.task_queue}")
+    return ServiceStatus(NAME, "running", pid=old.pid, endpoint=old.metrics_url, detail=f"task queue {old.task_queue}")

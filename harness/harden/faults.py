@@ -18,9 +18,14 @@ completes with an answer once the faults are over. Then the graph and the
 bucket are counted: a settled tool call without exactly one artifact is
 **lost** (none) or **duplicated** (several); an artifact whose object is
 missing is lost; several rows for one call id, one memory per artifact or one
-answer per model run are duplicates; objects no artifact references are
-orphaned and calls still open after every run ended are dangling (both fail
-the run through ``details``).
+answer per model run are duplicates; objects no row accounts for (neither an
+artifact's payload key nor a ``stored_objects`` record, which every tool write
+commits before its put) are orphaned, a succeeded file handle without its
+claimed record is unrecorded, and calls still open after every run ended are
+dangling. Then a retention run past the unclaimed-object grace period sweeps
+what failed calls wrote: after it every object must be an artifact's payload or
+a claimed record, and no pending record may remain. Orphaned, unrecorded,
+unswept and dangling all fail the run through ``details``.
 """
 
 from __future__ import annotations
@@ -237,7 +242,13 @@ class Harness:
                                 "AND model_run_id IS NOT NULL GROUP BY model_run_id HAVING count(*) > 1")
         artifacts = await one("SELECT id, storage, storage_key, sha256 FROM tool_artifacts WHERE account_id=:a")
         keys = {r[2] for r in artifacts if r[1] != "inline" and r[2]}
-        # Files a tool wrote (files.write) are referenced by the handle in its captured result.
+        # The graph's own record of every object a tool call put: written before the put, claimed by the
+        # capture of a succeeded result that refers to it (store.objects).
+        stored = await one("SELECT key, state FROM stored_objects WHERE account_id=:a")
+        claimed = {r[0] for r in stored if r[1] == "claimed"}
+        recorded = {r[0] for r in stored}
+        # Files a tool wrote (files.write) are referenced by the handle in its captured result: each one must
+        # have its claimed record.
         handles = await one("SELECT inline_payload FROM tool_artifacts WHERE account_id=:a AND tool_name='files.write' "
                             "AND status='succeeded' AND storage='inline'")
         bucket = self.stack.endpoints.s3_bucket
@@ -247,14 +258,43 @@ class Harness:
             if found:
                 files.add(found.group(1))
         objects = await asyncio.to_thread(self._objects)
-        missing = sorted((keys | files) - objects)
-        orphaned = sorted(objects - keys - files)
+        missing = sorted((keys | claimed | files) - objects)
+        # Orphaned: bytes no row accounts for (neither an artifact's payload key nor a stored-object record).
+        orphaned = sorted(objects - keys - recorded)
         return {
             "tool_calls": len(settled), "artifacts_in_postgres": len(artifacts), "objects_in_s3": len(objects),
-            "s3_artifacts": len(keys), "s3_files_written": len(files), "lost_calls": [r[0] for r in lost], "missing_objects": missing,
+            "s3_artifacts": len(keys), "s3_files_written": len(files), "stored_object_rows": len(stored),
+            "s3_objects_unclaimed": len((objects & recorded) - keys - claimed),
+            "lost_calls": [r[0] for r in lost], "missing_objects": missing,
             "duplicated_calls": [r[0] for r in duplicated], "call_id_duplicates": [r[0] for r in call_id_dups],
             "answer_duplicates": [r[0] for r in answer_dups], "orphaned_objects": orphaned,
+            "unrecorded_files": sorted(files - claimed),
             "dangling_calls": [f"{r[0]} ({r[1]}, {r[2]})" for r in dangling],
+        }
+
+    async def sweep(self) -> dict[str, Any]:
+        """Run retention past the unclaimed-object grace period; then every object must be claimed or a payload.
+
+        No built-in tool has a retention rule, so the run only sweeps what no succeeded result claimed.
+        """
+        from datetime import UTC, datetime, timedelta
+
+        from dossier.retention import run_retention
+        from policy.retention import UNCLAIMED_OBJECT_GRACE
+
+        now = datetime.now(UTC) + UNCLAIMED_OBJECT_GRACE + timedelta(minutes=1)
+        result = await run_retention(self.client, self.stack.settings.temporal_task_queue, now=now)
+        a = self.account
+        keys = {r[0] for r in await _sql(self.stack, "SELECT storage_key FROM tool_artifacts WHERE account_id=:a "
+                                                     "AND storage_key IS NOT NULL", a=a)}
+        claimed = {r[0] for r in await _sql(self.stack, "SELECT key FROM stored_objects WHERE account_id=:a "
+                                                        "AND state='claimed'", a=a)}
+        pending = await _sql(self.stack, "SELECT key FROM stored_objects WHERE account_id=:a AND state='pending'", a=a)
+        objects = await asyncio.to_thread(self._objects)
+        return {
+            "objects_swept": result.actions.get("object:swept_object", 0),
+            "unclaimed_after_sweep": sorted(objects - keys - claimed),
+            "pending_rows_after_sweep": [r[0] for r in pending],
         }
 
     def _objects(self) -> set[str]:
@@ -339,11 +379,13 @@ async def run_faults(figures: Figures, *, quick: bool = False,
             else:
                 survived += 1
         counted = await harness.count()
+        counted.update(await harness.sweep())
         lost = len(counted["lost_calls"]) + len(counted["missing_objects"])
         duplicated = len(counted["duplicated_calls"]) + len(counted["call_id_duplicates"]) \
             + len(counted["answer_duplicates"])
         for name in ("lost_calls", "missing_objects", "duplicated_calls", "call_id_duplicates", "answer_duplicates",
-                     "orphaned_objects", "dangling_calls"):
+                     "orphaned_objects", "unrecorded_files", "unclaimed_after_sweep", "pending_rows_after_sweep",
+                     "dangling_calls"):
             if counted[name]:
                 figures.finding(PART, f"{name.replace('_', ' ')}: {len(counted[name])}", ids=counted[name][:5])
         figures.details["faults"] = {
@@ -352,7 +394,9 @@ async def run_faults(figures: Figures, *, quick: bool = False,
             "worker_restarts_after_other_faults": harness.worker_restarts,
             **{k: (v if isinstance(v, int) else len(v)) for k, v in counted.items()},
         }
-        figures.details["faults_orphaned_objects"] = len(counted["orphaned_objects"])
+        figures.details["faults_orphaned_objects"] = len(counted["orphaned_objects"]) \
+            + len(counted["unrecorded_files"]) + len(counted["unclaimed_after_sweep"]) \
+            + len(counted["pending_rows_after_sweep"])
         figures.details["faults_dangling_calls"] = len(counted["dangling_calls"])
         figures.set(faults_injected=len(injected), faults_survived=survived, artifacts_lost=lost,
                     artifacts_duplicated=duplicated)

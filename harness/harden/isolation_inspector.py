@@ -3,7 +3,7 @@
 The app (:func:`dossier.inspector.app.create_app`) runs in-process over the
 stack's store and is called over ASGI, as a browser would call it:
 
-- as ``me``'s viewer, each read path of :data:`dossier.inspector.app.READ_PATHS`
+- as ``me``'s viewer (with a token that may reveal secret-class raw bytes), each read path of :data:`dossier.inspector.app.READ_PATHS`
   with ``other``'s ids against fresh ids: the status and the page (ids blanked)
   must be the same, and never a 200;
 - why-not on ``me``'s own run naming ``other``'s records;
@@ -48,6 +48,7 @@ def _paths(ids: dict[str, str], policy: str) -> list[tuple[str, str]]:
          f"/runs/{ids['assembly']}/diff?against={ids['assembly']}"),
         ("/records/memory/{memory_id}", f"/records/memory/{ids['memory']}"),
         ("/records/artifact/{artifact_id}", f"/records/artifact/{ids['artifact']}"),
+        ("/records/artifact/{artifact_id}?reveal=1", f"/records/artifact/{ids['artifact']}?reveal=1"),
         ("/records/tool_call/{tool_call_id}", f"/records/tool_call/{ids['tool_call']}"),
         ("/records/message/{message_id}", f"/records/message/{ids['message']}"),
         ("/what-if?policy={policy}&conversation={conversation_id}",
@@ -82,7 +83,8 @@ async def inspector_paths(stack: Stack, prober: Prober, me: AccountIds, other: A
                 return response.status_code, response.text
             return run
 
-        viewer = get(issue_token(secret, me.account))
+        # The strongest viewer: one whose token may reveal secret-class raw payloads.
+        viewer = get(issue_token(secret, me.account, reveal=True))
         foreign_paths, unknown_paths = _paths(theirs, policy), _paths(unknown, policy)
         covered = {path for path, _ in foreign_paths}
         missing = set(READ_PATHS) - covered
@@ -100,8 +102,8 @@ async def inspector_paths(stack: Stack, prober: Prober, me: AccountIds, other: A
                 f"/runs/{mine['assembly']}/why-not?record={kind}:{unknown[kind]}", viewer,
                 leak_check=lambda result, t=theirs[kind]: t in result[1])
         # Their account in tokens this inspector will not accept: the same 401 as a garbage token.
-        forged = issue_token(secrets.token_hex(32).encode(), other.account)
-        expired = issue_token(secret, other.account, ttl_seconds=-60)
+        forged = issue_token(secrets.token_hex(32).encode(), other.account, reveal=True)
+        expired = issue_token(secret, other.account, ttl_seconds=-60, reveal=True)
         for label, token in (("token signed elsewhere", forged), ("expired token", expired)):
             for path, url in [("/", "/"), *_paths(theirs, policy)]:
                 await prober.attempt(f"inspector {path} ({label})", token, f"v1.{_uuid()}.0.garbage",

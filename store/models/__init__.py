@@ -7,6 +7,7 @@ Tables::
                  ├── participants
                  ├── messages, model_runs
                  ├── tool_calls ── tool_artifacts
+                 │             └── stored_objects (every object a call put in the bucket)
                  ├── tool_memories, skill_states, continuation_checkpoints
                  ├── context_assemblies ── policy_decisions
                  └── evidence_requests (a model's recalls, per tool call)
@@ -18,6 +19,7 @@ from store.models.assemblies import ContextAssembly, PolicyDecision
 from store.models.base import Base
 from store.models.deletions import AccountDeletion
 from store.models.evidence import EvidenceRequest
+from store.models.objects import ObjectState, StoredObject
 from store.models.graph import Account, Branch, Conversation, Message, ModelRun, Participant
 from store.models.memory import ContinuationCheckpoint, SkillState, ToolMemory, UserMemory
 from store.models.tools import ToolArtifact, ToolCall
@@ -36,9 +38,11 @@ __all__ = [
     "EvidenceRequest",
     "Message",
     "ModelRun",
+    "ObjectState",
     "Participant",
     "PolicyDecision",
     "SkillState",
+    "StoredObject",
     "ToolArtifact",
     "ToolCall",
     "ToolMemory",

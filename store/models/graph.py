@@ -52,7 +52,7 @@ class Account(Base):
     created_at: Mapped[datetime] = created_at_column()
     deleting_at: Mapped[datetime | None] = mapped_column()
     """When the account's deletion began (``None``: not being deleted). Once set, the
-    ``refuse_deleted_account`` triggers refuse every row inserted for it (migration 0010)."""
+    ``refuse_deleted_account`` triggers refuse every row inserted for it (migration 0011)."""
 
 
 class Conversation(Base):

@@ -130,6 +130,7 @@ async def test_deleting_an_account_survives_a_worker_kill_and_leaves_nothing_beh
         before_doomed = await _counts(engine, doomed.account_id)
         assert before_doomed["tool_artifacts"] > 0 and before_doomed["context_assemblies"] > 0
         assert before_doomed["policy_decisions"] > 0 and before_doomed["user_memories"] == 1
+        assert before_doomed["stored_objects"] > 0  # the report files.write recorded before its put
         assert _objects(s3, s3_bucket, doomed.account_id)  # payloads and the generated report
         kept_rows = await _rows_of(engine, kept.account_id)
         kept_objects = _objects(s3, s3_bucket, kept.account_id)
@@ -279,7 +280,7 @@ async def test_a_turn_running_during_the_deletion_is_stopped_and_nothing_is_writ
 
 
 async def test_every_account_table_refuses_rows_once_the_account_is_being_deleted(engine: AsyncEngine) -> None:
-    """A table added later without the fence trigger fails here (migration 0010 gave the tables of its time)."""
+    """A table added later without the fence trigger fails here (migration 0011 gave the tables of its time)."""
     async with engine.connect() as connection:
         fenced = set((await connection.scalars(text(
             "SELECT c.relname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid "

@@ -115,6 +115,14 @@ async def test_bad_input_counts_an_input_that_is_accepted_and_written(monkeypatc
         assert figures.details["chat_stdin"] == "reads the message from stdin"
 
 
+async def _file_keys(harness: Any) -> set[str]:
+    from harness.harden.faults import _sql
+
+    rows = await _sql(harness.stack, "SELECT s.key FROM stored_objects s JOIN tool_calls c ON c.id = s.tool_call_id "
+                                     "WHERE s.account_id=:a AND c.name='files.write'", a=harness.account)
+    return {row[0] for row in rows}
+
+
 async def test_fault_accounting_counts_a_lost_object():
     from harness.harden.faults import Harness
 
@@ -126,13 +134,30 @@ async def test_fault_accounting_counts_a_lost_object():
         assert all(run.ok for run in harness.runs), [run.error for run in harness.runs]
         counted = await harness.count()
         assert counted["lost_calls"] == [] and counted["missing_objects"] == [] and counted["orphaned_objects"] == []
-        assert counted["s3_files_written"] >= 1
+        assert counted["s3_files_written"] >= 1 and counted["unrecorded_files"] == []
+        assert counted["stored_object_rows"] >= counted["s3_files_written"]
+        swept = await harness.sweep()
+        assert swept == {"objects_swept": 0, "unclaimed_after_sweep": [], "pending_rows_after_sweep": []}
 
-        # Deliberate break: an object the graph references disappears from S3.
+        # Deliberate break: bytes put under the account's prefix without the graph's record are orphaned,
+        # and the sweep cannot remove what the graph does not know.
         e = stack.endpoints
         from dossier.services.s3 import client as s3_client
 
         s3 = s3_client(e.s3_endpoint, e.s3_access_key, e.s3_secret_key, region=e.s3_region, secure=e.s3_secure)
+        stray = (await stack.deps.artifacts.put(harness.account, b"written behind the graph's back")).key
+        assert (await harness.count())["orphaned_objects"] == [stray]
+        assert (await harness.sweep())["unclaimed_after_sweep"] == [stray]
+        s3.remove_object(e.s3_bucket, stray)
+
+        # Deliberate break: a written file loses its record.
+        file_key = sorted(await _file_keys(harness))[0]
+        async with stack.deps.sessions() as session, session.begin():
+            await session.execute(text("DELETE FROM stored_objects WHERE account_id=:a AND key=:k"),
+                                  {"a": harness.account, "k": file_key})
+        assert (await harness.count())["unrecorded_files"] == [file_key]
+
+        # Deliberate break: an object the graph references disappears from S3.
         victim = next(iter(harness._objects()))
         s3.remove_object(e.s3_bucket, victim)
         assert (await harness.count())["missing_objects"] == [victim]

@@ -8,10 +8,11 @@ Starlette's TestClient-equivalent (httpx over ASGI) as A's viewer.
 
 from __future__ import annotations
 
+import logging
 import re
 import uuid
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import httpx
 import pytest
@@ -24,9 +25,12 @@ from dossier.inspector.app import CSP, create_app
 from dossier.inspector.auth import COOKIE, issue_token, verify_token
 from dossier.runtime import build_worker
 from dossier.settings import Settings
-from policy.enums import RuntimeKind, ToolCallStatus
+from policy.enums import PrivacyClass, RuntimeKind, ToolCallStatus
+from policy.tools import ToolCatalog
 from store import conversations, messages
 from store import tools as tool_store
+from store.candidates import load_candidates
+from store.payloads import read_artifact_payload
 
 SECRET = b"inspector-test-secret-0123456789abcdef"
 HOSTILE = ("<script>alert('x')</script> <img src=x onerror=alert(1)> \x1b[31mred\x1b[0m "
@@ -67,7 +71,8 @@ async def _account(temporal_env: WorkflowEnvironment, deps: GraphDeps, name: str
                                         branch_id=branch), f"user says {HOSTILE}")
     call = await begin_tool_call(deps, account_id, scope_conversation, branch, outcome.participant_id,
                                  call_id=f"call_{uuid.uuid4().hex[:12]}", name="workspace.read_file",
-                                 arguments={"path": "hostile.txt"}, runtime_kind=RuntimeKind.CHAT)
+                                 arguments={"path": "hostile.txt"}, runtime_kind=RuntimeKind.CHAT,
+                                 privacy=PrivacyClass.USER)  # an undeclared tool is secret-class otherwise
     payload = f"{RAW_MARK}{name} {HOSTILE}".encode()
     ingested = await ingest_tool_result(deps, account_id, call.id, ToolOutcome(
         status=ToolCallStatus.SUCCEEDED, result=payload, content_type="text/plain"))
@@ -198,12 +203,70 @@ async def test_raw_bytes_are_cut_and_counted(app: httpx.AsyncClient, accounts: t
     call = await begin_tool_call(graph_deps, a.id, a.conversation_id, a.branch_id,
                                  (await _participant(graph_deps, a)), call_id=f"call_{uuid.uuid4().hex[:12]}",
                                  name="workspace.read_file", arguments={"path": "big.txt"},
-                                 runtime_kind=RuntimeKind.CHAT)
+                                 runtime_kind=RuntimeKind.CHAT, privacy=PrivacyClass.USER)
     payload = b"A" * 40_000 + b"TAIL-NOT-SHOWN"
     ingested = await ingest_tool_result(graph_deps, a.id, call.id, ToolOutcome(
         status=ToolCallStatus.SUCCEEDED, result=payload, content_type="text/plain"))
     html = (await app.get(f"/records/artifact/{ingested.artifact.id}", headers=_as(a))).text
     assert "showing 16,384 of 40,014 bytes" in html and "TAIL-NOT-SHOWN" not in html
+
+
+SECRET_RAW = "SECRET-RAW-sk-live-0123456789"
+
+
+async def test_secret_class_raw_bytes_are_withheld_unless_a_revealing_viewer_asks(
+        app: httpx.AsyncClient, accounts: tuple[Account, Account], graph_deps: GraphDeps,
+        caplog: pytest.LogCaptureFixture):
+    a, _ = accounts
+    call = await begin_tool_call(graph_deps, a.id, a.conversation_id, a.branch_id, await _participant(graph_deps, a),
+                                 call_id=f"call_{uuid.uuid4().hex[:12]}", name="vault.read_secret",
+                                 arguments={"name": "stripe"}, runtime_kind=RuntimeKind.CHAT,
+                                 privacy=PrivacyClass.SECRET_ADJACENT)
+    payload = f"token {SECRET_RAW}".encode()
+    ingested = await ingest_tool_result(graph_deps, a.id, call.id, ToolOutcome(
+        status=ToolCallStatus.SUCCEEDED, result=payload, content_type="text/plain"))
+    page = f"/records/artifact/{ingested.artifact.id}"
+    placeholder = f"Raw bytes withheld: secret_adjacent, {len(payload):,} bytes."
+    revealing = {"Authorization": f"Bearer {issue_token(SECRET, a.id, reveal=True)}"}
+    with caplog.at_level(logging.WARNING, logger="dossier.inspector.reads"):
+        # A plain viewer: the class and the size, never the bytes, even when the URL asks.
+        for path in (page, f"{page}?reveal=1"):
+            html = (await app.get(path, headers=_as(a))).text
+            assert placeholder in html and SECRET_RAW not in html, path
+            assert "dossier inspector --url --reveal" in html and "?reveal=1" not in html
+        # A viewer who may reveal: still withheld until asked, then shown and logged.
+        html = (await app.get(page, headers=revealing)).text
+        assert placeholder in html and SECRET_RAW not in html and f'href="{page}?reveal=1"' in html
+        assert "revealed" not in caplog.text
+        shown = (await app.get(f"{page}?reveal=1", headers=revealing)).text
+        assert SECRET_RAW in shown and "revealed at your request" in shown
+    assert f"account {a.id} revealed the secret_adjacent raw bytes of artifact {ingested.artifact.id}" in caplog.text
+    # A class below it is shown as before, to any viewer.
+    assert f"{RAW_MARK}viewer A" in (await app.get(f"/records/artifact/{a.artifact_id}", headers=_as(a))).text
+
+
+async def test_the_replay_column_withholds_secret_class_results(temporal_env: WorkflowEnvironment,
+                                                                 graph_deps: GraphDeps, app: httpx.AsyncClient):
+    """A turn whose tools' results are all secret-class: the run page's replay column names each by class and
+    size, never its bytes (its artifact page is the one place that may reveal them)."""
+    secret_tools = ToolCatalog(tools=tuple(spec.model_copy(update={"privacy": PrivacyClass.SECRET_ADJACENT})
+                                           for spec in graph_deps.catalog.tools))
+    deps = replace(graph_deps, catalog=secret_tools)
+    account = await _account(temporal_env, deps, "secret tools")
+    async with deps.sessions() as session:
+        run = await messages.get_model_run(session, account.id, account.run_id)
+        loaded = await load_candidates(session, account.id, account.conversation_id, account.branch_id, deps.limits)
+        # The turn's own results (the test's hostile artifact was captured outside the turn, after it).
+        artifacts = [artifact for artifact in loaded.artifacts if artifact.id != account.artifact_id]
+    assert run.context_assembly_id and artifacts
+    assert {artifact.privacy for artifact in artifacts} == {PrivacyClass.SECRET_ADJACENT}
+    html = (await app.get(f"/runs/{account.run_id}", headers=_as(account))).text
+    replay = html.split("What transcript replay would have sent", 1)[1]
+    assert "raw bytes withheld: secret_adjacent" in replay
+    for artifact in artifacts:
+        async with deps.sessions() as session:
+            raw = await read_artifact_payload(session, deps.artifacts, account.id, artifact.id)
+        assert raw.decode(errors="replace")[:200] not in replay
 
 
 async def _participant(deps: GraphDeps, a: Account) -> str:
@@ -265,7 +328,10 @@ async def test_the_service_serves_the_login_url_the_cli_prints(accounts: tuple[A
 
 async def test_a_fresh_installation_serves_and_says_how_to_sign_in(database_url: str, endpoints, s3_bucket: str,
                                                                     tmp_path):
-    """`dossier inspector` with no account yet (a new compose stack) serves, rather than exiting with an error."""
+    """`dossier inspector` with no account yet (a new compose stack) serves, rather than exiting with an error.
+
+    It binds every interface, as the compose service does, and prints a URL a browser can open (not 0.0.0.0).
+    """
     import asyncio
     import os
     import subprocess
@@ -277,7 +343,8 @@ async def test_a_fresh_installation_serves_and_says_how_to_sign_in(database_url:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_URL", "S3_", "TEMPORAL_", "DOSSIER_"))}
     env.update(DOSSIER_HOME=str(tmp_path), DATABASE_URL=database_url, S3_ENDPOINT=endpoints.s3_endpoint,
                S3_ACCESS_KEY=endpoints.s3_access_key, S3_SECRET_KEY=endpoints.s3_secret_key, S3_BUCKET=s3_bucket)
-    server = subprocess.Popen([sys.executable, "-m", "dossier.cli", "inspector", "--port", str(port)], env=env,
+    server = subprocess.Popen([sys.executable, "-m", "dossier.cli", "inspector", "--host", "0.0.0.0", "--port",
+                               str(port)], env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert server.stdout is not None
@@ -371,10 +438,10 @@ async def test_the_isolation_prober_covers_every_page_and_counts_one_that_reads_
     async def leaky_run(deps: GraphDeps, account_id: str, model_run_id: str):
         return await run_view(deps, await owner("model_runs", model_run_id, account_id), model_run_id)
 
-    async def leaky_provenance(deps: GraphDeps, account_id: str, kind: str, record_id: str):
+    async def leaky_provenance(deps: GraphDeps, account_id: str, kind: str, record_id: str, **options):
         table = {"artifact": "tool_artifacts", "memory": "tool_memories", "tool_call": "tool_calls",
                  "message": "messages"}[kind]
-        return await provenance(deps, await owner(table, record_id, account_id), kind, record_id)
+        return await provenance(deps, await owner(table, record_id, account_id), kind, record_id, **options)
 
     monkeypatch.setattr(reads, "run_view", leaky_run)
     monkeypatch.setattr(reads, "provenance", leaky_provenance)
@@ -382,7 +449,8 @@ async def test_the_isolation_prober_covers_every_page_and_counts_one_that_reads_
     await inspector_paths(stack, broken, mine, theirs)
     leaked = {f["what"] for f in broken.figures.findings}
     assert {"inspector /runs/{model_run_id} is not denied like an unknown id",
-            "inspector /records/artifact/{artifact_id} is not denied like an unknown id"} <= leaked, leaked
+            "inspector /records/artifact/{artifact_id} is not denied like an unknown id",
+            "inspector /records/artifact/{artifact_id}?reveal=1 is not denied like an unknown id"} <= leaked, leaked
 
 
 async def test_what_if_replays_a_conversation_and_names_an_unknown_policy(app: httpx.AsyncClient,

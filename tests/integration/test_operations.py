@@ -26,14 +26,17 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from prometheus_client.parser import text_string_to_metric_families
 from temporalio.api.enums.v1 import IndexedValueType
 from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
-from temporalio.client import Client, ScheduleActionStartWorkflow, WorkflowHandle
+from temporalio.client import Client, ScheduleActionStartWorkflow, WorkflowFailureError, WorkflowHandle
 from temporalio.converter import PayloadConverter
-from temporalio.testing import WorkflowEnvironment
+from temporalio.testing import ActivityEnvironment, WorkflowEnvironment
 
 from activities.deps import GraphDeps
 from activities.metrics import RuntimeMetrics
+from activities.tools.registry import default_registry
+from activities.turns import TurnActivities
+from contracts import AssembleInput, Scope
 from dossier.client import DossierClient, TurnOutcome
-from dossier.runtime import build_worker, temporal_client
+from dossier.runtime import SAMPLE_WORKSPACE, build_worker, temporal_client
 from dossier.services.process import find_binary, free_ports
 from dossier.settings import Settings
 from dossier.telemetry import serve_metrics, tracing_interceptor
@@ -283,9 +286,68 @@ async def test_metrics_count_what_the_stored_assemblies_record(run: Run) -> None
     assert _total(samples, "dossier_billed_input_units_total", route="scripted") == sum(
         a.record.assembled_tokens for a in assemblies)
     assert _total(samples, "dossier_provider_errors_total") == 0
+    assert _total(samples, "dossier_model_calls_total", route="scripted", outcome="answered") == len(assemblies)
+    assert _total(samples, "dossier_model_calls_total", outcome="failed") == 0
     # Low cardinality: no label value is an id of this run.
     ids = {run.conversation_id, run.client.account_id, run.chat.participant_id, run.chat.branch_id}
     assert not ids & {value for _, labels in samples for _, value in labels}
+
+
+async def test_a_retried_assembly_is_counted_once(run: Run) -> None:
+    """An assemble attempt that finds the first attempt's assembly stored (Temporal retried it after the write)
+    counts nothing again: the assembly figures are per stored assembly, not per attempt."""
+    [first] = [a for a in await _assemblies(run) if a.model_run_id == run.chat.model_run_ids[0]]
+    deps = replace(run.client.deps, metrics=RuntimeMetrics())
+    activities = TurnActivities(deps=deps, tools=default_registry(), workspace=SAMPLE_WORKSPACE)
+    retry = ActivityEnvironment()
+    retry.info = replace(retry.info, attempt=2)
+    again = await retry.run(activities.assemble_context, AssembleInput(
+        scope=Scope(account_id=run.client.account_id, conversation_id=first.conversation_id,
+                    branch_id=first.branch_id),
+        participant_id=first.participant_id, model_run_id=run.chat.model_run_ids[0], assembly_id=first.id,
+        runtime_kind=first.runtime_kind, now=first.generation_at))
+    assert again.assembly_id == first.id
+    samples = _scrape_registry(deps.metrics)
+    for name in ("dossier_assemblies_total", "dossier_assembled_tokens_total", "dossier_replay_tokens_total",
+                 "dossier_omissions_total", "dossier_assembly_phase_seconds_count"):
+        assert _total(samples, name) == 0, name
+
+
+def _scrape_registry(metrics: RuntimeMetrics) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    return {(sample.name, tuple(sorted(sample.labels.items()))): sample.value
+            for family in metrics.registry.collect() for sample in family.samples}
+
+
+async def test_two_worker_services_on_one_host_both_export_metrics_and_say_where(
+        temporal_env: WorkflowEnvironment, database_url: str, endpoints, s3_bucket: str, tmp_path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two embedded workers with the default METRICS_PORT: each serves /metrics on a port of its own, and the
+    services state (``dossier services status``) names the one each took."""
+    from dossier.services import ensure_services, services_status, stop_services
+    from dossier.services.state import read_state
+    from dossier.services.worker import WorkerRecord
+
+    monkeypatch.delenv("METRICS_PORT", raising=False)  # the default: workers share it
+    target = temporal_env.client.service_client.config.target_host
+    homes = [Settings(_env_file=None, dossier_home=tmp_path / f"worker-{n}", database_url=database_url,
+                      s3_endpoint=endpoints.s3_endpoint, s3_access_key=endpoints.s3_access_key,
+                      s3_secret_key=endpoints.s3_secret_key, s3_bucket=s3_bucket, temporal_address=target,
+                      temporal_namespace="default", temporal_task_queue=f"ops-metrics-{uuid.uuid4().hex[:8]}")
+             for n in (1, 2)]
+    try:
+        for settings in homes:
+            await asyncio.to_thread(ensure_services, settings, ["worker"])
+        records = [WorkerRecord.model_validate(read_state(settings.dossier_home)["worker"]) for settings in homes]
+        urls = [record.metrics_url for record in records]
+        assert all(urls) and urls[0] != urls[1], urls
+        for url in urls:
+            assert "dossier_assemblies_total" in urllib.request.urlopen(url, timeout=10).read().decode()
+        for settings, url in zip(homes, urls, strict=True):
+            [row] = [row for row in services_status(settings) if row.name == "worker"]
+            assert row.state == "running" and row.endpoint == url
+    finally:
+        for settings in homes:
+            await asyncio.to_thread(stop_services, settings, ["worker"])
 
 
 # ---------------------------------------------------------------- traces
@@ -332,24 +394,41 @@ async def test_the_trace_runs_from_the_workflow_through_activities_to_graph_and_
 
 async def test_provider_errors_latency_and_billed_estimate_from_reported_usage(
         temporal_env: WorkflowEnvironment, graph_deps: GraphDeps, server: ProviderServer) -> None:
-    """A real OpenAI-format endpoint: one 503 (retried by Temporal), then an answer that reports cache reads."""
+    """A real OpenAI-format endpoint: one 503 (retried by Temporal), then an answer that reports cache reads;
+    then a turn whose key is refused (401, not retried)."""
     deps = replace(graph_deps, metrics=RuntimeMetrics())
     metrics = serve_metrics(free_ports(1)[0], deps.metrics.registry, addr="127.0.0.1")
     assert metrics is not None
+    url = f"http://127.0.0.1:{metrics.server_port}/metrics"
     server.reply(Reply(openai_error(503, "overloaded", type_="server_error"), status=503,
                        headers={"retry-after": "0"}),
                  Reply(openai_completion("done", prompt_tokens=1500, cached_tokens=1024)))
     try:
         async with provider_dossier(temporal_env, deps, server, "ops provider") as client:
             outcome = await client.chat(f"hello {SECRET}", model="openai:gpt-test")
-        assert outcome.result is not None and outcome.result.status == "answered"
-        samples = _scrape(f"http://127.0.0.1:{metrics.server_port}/metrics")
+            assert outcome.result is not None and outcome.result.status == "answered"
+            samples = _scrape(url)
+            server.reply(Reply(openai_error(401, "Incorrect API key provided: sk-test."), status=401))
+            refused = await client.chat(f"again {SECRET}", model="openai:gpt-test", wait=False)
+            with pytest.raises(WorkflowFailureError):
+                await client.temporal.get_workflow_handle(refused.workflow_id).result()
+            after = _scrape(url)
     finally:
         metrics.shutdown()
+    # Per provider request: the 503 and the answer.
     assert _total(samples, "dossier_provider_errors_total", route="openai",
                   error="ProviderUnavailableError") == 1
     assert _total(samples, "dossier_provider_errors_total") == 1
     assert _total(samples, "dossier_provider_request_seconds_count", route="openai") == 2
+    # Per model call: one call, answered on its second attempt; the retry is counted as a retry.
+    assert _total(samples, "dossier_model_calls_total", route="openai", outcome="answered") == 1
+    assert _total(samples, "dossier_model_calls_total", outcome="failed") == 0
+    assert _total(samples, "dossier_activity_retries_total", activity="call_model") == 1
+    # The refused key ends its call at once: one failed call, one more failed request, no retry.
+    assert _total(after, "dossier_model_calls_total", route="openai", outcome="failed") == 1
+    assert _total(after, "dossier_model_calls_total", route="openai", outcome="answered") == 1
+    assert _total(after, "dossier_provider_errors_total", route="openai", error="ProviderRequestError") == 1
+    assert _total(after, "dossier_activity_retries_total", activity="call_model") == 1
     # OpenAI's prompt tokens include the cached ones: 476 uncached at 1.0 and 1024 cached at 0.5
     # (policy.pricing's cache-read price for the openai route).
     assert _total(samples, "dossier_billed_input_units_total", route="openai") == 476 + 1024 * 0.5

@@ -20,7 +20,13 @@ import pytest
 
 from activities.context import assemble_context
 from activities.deps import GraphDeps
-from activities.ingest import ToolOutcome, begin_tool_call, ingest_tool_result, record_attempt_failure
+from activities.ingest import (
+    ToolOutcome,
+    begin_tool_call,
+    ingest_tool_result,
+    object_recorder,
+    record_attempt_failure,
+)
 from activities.promotion import promote_child_results
 from activities.tools.base import ToolContext
 from activities.tools.registry import default_registry
@@ -161,7 +167,8 @@ async def test_files_write_after_reading_gmail_is_google_derived_to_the_file(wor
     )
     assert call.privacy is PrivacyClass.GOOGLE_DERIVED
     context = ToolContext(account_id=world.account_id, tool_call_id=call.id, attempt=1, workspace=SAMPLE_WORKSPACE,
-                          artifacts=world.deps.artifacts, privacy=call.privacy)
+                          artifacts=world.deps.artifacts, privacy=call.privacy,
+                          record_object=object_recorder(world.deps, world.account_id, call.id))
     result = await registry.execute("files.write", context, arguments)
     ingested = await ingest_tool_result(
         world.deps, world.account_id, call.id,
@@ -458,7 +465,8 @@ async def test_generated_graphs_keep_taint_through_the_store(graph_deps: GraphDe
                                          final=True)
         elif name == "files.write":
             context = ToolContext(account_id=account, tool_call_id=call.id, attempt=1,
-                                  workspace=SAMPLE_WORKSPACE, artifacts=deps.artifacts, privacy=call.privacy)
+                                  workspace=SAMPLE_WORKSPACE, artifacts=deps.artifacts, privacy=call.privacy,
+                                  record_object=object_recorder(deps, account, call.id))
             result = await default_registry().execute("files.write", context, arguments)
             outcome = ToolOutcome(status=ToolCallStatus.SUCCEEDED, result=result.payload,
                                   content_type=result.content_type)

@@ -35,7 +35,7 @@ from policy.records import (
     ToolCallRecord,
     ToolMemoryRecord,
 )
-from store.artifacts import ArtifactStore, object_key
+from store.artifacts import ArtifactStore, ObjectRef, object_key
 from store.errors import ArtifactNotFoundError
 
 pytestmark = pytest.mark.integration
@@ -47,16 +47,25 @@ REPORT = (
 )
 
 
-def _context(store: ArtifactStore, account: str, attempt: int = 1,
-             privacy: PrivacyClass = PrivacyClass.USER) -> ToolContext:
+def _context(store: ArtifactStore, account: str, attempt: int = 1, privacy: PrivacyClass = PrivacyClass.USER,
+             recorded: list[tuple[ObjectRef, PrivacyClass, bool]] | None = None) -> ToolContext:
+    """An attempt's context; its recorder notes each ref (and whether the object already existed) in ``recorded``.
+
+    These accounts have no rows: the graph's record itself is tested in ``test_stored_objects.py``.
+    """
+
+    async def record(ref: ObjectRef, privacy: PrivacyClass) -> None:
+        (recorded if recorded is not None else []).append((ref, privacy, await store.exists(account, ref.key)))
+
     # The call's class (execute_tool passes the recorded call's): what the written file is labelled.
     return ToolContext(account_id=account, tool_call_id="tc-s3", attempt=attempt, workspace=SAMPLE_WORKSPACE,
-                       artifacts=store, privacy=privacy)
+                       artifacts=store, privacy=privacy, record_object=record)
 
 
 async def test_write_stores_the_bytes_and_returns_a_handle(artifact_store: ArtifactStore) -> None:
     registry = default_registry()
-    result = await registry.execute("files.write", _context(artifact_store, "acct-files"),
+    recorded: list[tuple[ObjectRef, PrivacyClass, bool]] = []
+    result = await registry.execute("files.write", _context(artifact_store, "acct-files", recorded=recorded),
                                     {"name": "q3-report.md", "content": REPORT})
     assert result.content_type == FILE_CONTENT_TYPE
     handle = json.loads(result.payload)
@@ -69,6 +78,9 @@ async def test_write_stores_the_bytes_and_returns_a_handle(artifact_store: Artif
     stored = await artifact_store.stat("acct-files", key)
     assert stored.content_type == "text/markdown; charset=utf-8"
     assert await artifact_store.privacy_of("acct-files", key) is PrivacyClass.USER
+    # Recorded once, with its class, before the object existed; the result names it for the capture to claim.
+    assert recorded == [(stored.model_copy(update={"sha256": digest, "size": len(data)}), PrivacyClass.USER, False)]
+    assert [ref.key for ref in result.objects] == [key]
 
 
 async def test_a_written_file_carries_its_calls_class_not_the_tools(artifact_store: ArtifactStore) -> None:

@@ -155,3 +155,25 @@ async def test_a_retryable_error_without_a_wait_passes_through_unchanged() -> No
     with pytest.raises(ProviderUnavailableError) as caught:
         await call_model()
     assert caught.value is error
+
+
+@pytest.mark.parametrize(("attempt", "maximum", "error", "ends"), [
+    (1, 8, ProviderUnavailableError("openai model 'm': HTTP 503", status=503), False),  # retried: not the end yet
+    (8, 8, ProviderUnavailableError("openai model 'm': HTTP 503", status=503), True),  # the last attempt the policy allows
+    (1, 8, ProviderRequestError("openai model 'm': HTTP 401", status=401), True),  # non-retryable ends it at once
+    (1, 8, permanent(ValueError("sorted already")), True),
+    (3, 0, TransientStoreError("lost connection"), False),  # no attempt limit: never the last
+])
+def test_a_failure_ends_the_activity_when_no_attempt_follows(attempt: int, maximum: int,
+                                                             error: BaseException, ends: bool) -> None:
+    """What the model-call metrics count as a call's end (``dossier_model_calls_total{outcome="failed"}``)."""
+    from dataclasses import replace
+
+    from temporalio.common import RetryPolicy
+    from temporalio.testing import ActivityEnvironment
+
+    from activities.errors import ends_activity
+
+    environment = ActivityEnvironment()
+    environment.info = replace(environment.info, attempt=attempt, retry_policy=RetryPolicy(maximum_attempts=maximum))
+    assert environment.run(lambda: ends_activity(error)) is ends

@@ -56,10 +56,10 @@ async def test_save_and_load_round_trip(world: World) -> None:
             now=datetime(2026, 1, 5, tzinfo=UTC), model_run_id=run.id,
         )
         timings = AssemblyTimings(graph_query_ms=3.5, policy_ms=1.25, serialise_ms=0.5)
-        assembly_id = await graph.save_context_assembly(
+        assembly_id, created = await graph.save_context_assembly(
             s, world.account_id, boundary, _record(7), list(DECISIONS), messages, timings
         )
-        again = await graph.save_context_assembly(
+        again, created_again = await graph.save_context_assembly(
             s, world.account_id, boundary, _record(8), [], [], timings, assembly_id=assembly_id
         )
         with pytest.raises(IntegrityViolation):
@@ -75,6 +75,7 @@ async def test_save_and_load_round_trip(world: World) -> None:
             other = await graph.create_account(s)
             await graph.get_context_assembly(s, other, assembly_id)
     assert again == assembly_id
+    assert created and not created_again  # the retry found the first write: what the metrics count once
     assert stored.record == _record(7)
     assert stored.decisions == DECISIONS
     assert stored.messages == tuple(messages) and light.messages is None

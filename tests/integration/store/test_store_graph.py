@@ -8,6 +8,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from policy.enums import MessageRole, RuntimeKind
 from store import graph
 from store.errors import IntegrityViolation, NotFoundError
+from store.provenance import START_KINDS, get_record
 from storeworld import World
 
 pytestmark = pytest.mark.integration
@@ -99,6 +100,11 @@ async def test_unknown_ids_raise_not_found(world: World) -> None:
             await graph.get_account(s, missing)
         with pytest.raises(NotFoundError):
             await graph.next_seq(s, world.account_id, missing)
+        # The one getter by kind (what the audit's why-not and the provenance walk read with).
+        for kind in (*START_KINDS, "model_run", "branch", "participant", "no_such_kind"):
+            with pytest.raises(NotFoundError):
+                await get_record(s, world.account_id, kind, missing)
+        assert (await get_record(s, world.account_id, "branch", world.root_branch_id)).id == world.root_branch_id
 
 
 async def test_model_runs_start_finish_and_list(world: World) -> None:

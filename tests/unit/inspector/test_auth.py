@@ -11,7 +11,15 @@ from pathlib import Path
 import pytest
 
 from dossier.inspector import auth
-from dossier.inspector.auth import SECRET_FILE, TOKEN_TTL_SECONDS, issue_token, load_secret, verify_token
+from dossier.inspector.auth import (
+    SECRET_FILE,
+    TOKEN_TTL_SECONDS,
+    Viewer,
+    issue_token,
+    load_secret,
+    verify_token,
+    verify_viewer,
+)
 
 ACCOUNT = str(uuid.uuid4())
 
@@ -89,3 +97,16 @@ def test_a_token_changed_in_any_part_is_refused(tmp_path: Path) -> None:
                     f"{signature}", f"{version}.{account}.{expires}.{signature[:-1]}{'B' if signature.endswith('A') else 'A'}"):
         assert verify_token(secret, changed) is None
     assert verify_token(b"another secret of enough length, 123", token) is None
+
+
+def test_only_a_token_issued_to_reveal_may_reveal_and_the_flag_cannot_be_added(tmp_path: Path) -> None:
+    secret = load_secret(tmp_path)
+    plain, revealing = issue_token(secret, ACCOUNT), issue_token(secret, ACCOUNT, reveal=True)
+    assert verify_viewer(secret, plain) == Viewer(ACCOUNT, reveal=False)
+    assert verify_viewer(secret, revealing) == Viewer(ACCOUNT, reveal=True)
+    assert verify_token(secret, revealing) == ACCOUNT
+    body, signature = plain.rsplit(".", 1)
+    assert verify_viewer(secret, f"{body}.reveal.{signature}") is None  # the flag is under the signature
+    body, signature = revealing.rsplit(".", 1)
+    assert verify_viewer(secret, f"{body.removesuffix('.reveal')}.{signature}") is None
+    assert verify_viewer(secret, f"{body.removesuffix('reveal')}peek.{signature}") is None

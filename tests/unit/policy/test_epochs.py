@@ -18,6 +18,7 @@ import pytest
 
 from policy.assembler import AssemblyResult, assemble, render_context, select_context, short_ids_for
 from policy.enums import DecisionOutcome, FreshnessClass, MessageRole, PrivacyClass, ToolCallStatus, VisibilityScope
+from policy.explain import epoch_state
 from policy.native import (
     ERROR_TEXT,
     PENDING_TEXT,
@@ -189,6 +190,33 @@ def test_consecutive_calls_of_an_epoch_extend_the_previous_messages(timeline):
     assert epoch_decision(first).reason == "started: first call of the participant on this branch"
     assert epoch_decision(second).reason == "continued"
     assert epoch_decision(second).outcome is DecisionOutcome.NOTED
+
+
+def test_explain_says_an_epochs_state_once(timeline, capsys):
+    """`dossier explain` (and the demo's audit trail) printed a continued epoch as ``continued: continued``."""
+    from dossier.audit import DecisionRow, Explanation
+    from dossier.commands.audit import _show_explanation
+
+    first, second, _ = a_tool_loop(timeline)
+    assert epoch_state(first.record.epoch.started, first.record.epoch.reason) == (
+        "started: first call of the participant on this branch")
+    assert epoch_state(second.record.epoch.started, second.record.epoch.reason) == "continued"
+    for result in (first, second):
+        record = result.record
+        _show_explanation(Explanation(
+            model_run_id="run", assembly_id="assembly", conversation_id="c", branch_id="b", participant_id="p",
+            runtime_kind="chat", provider_route="scripted", policy_version=record.policy_version,
+            assembler_version=record.assembler_version, snapshot_seq=record.snapshot_seq,
+            token_budget=record.token_budget, assembled_tokens=record.assembled_tokens,
+            legacy_tokens=record.legacy_tokens, messages=[], included=[], omitted=[], rehydrations=[],
+            omission_counts={}, epoch=record.epoch.model_dump(mode="json"),
+            notes=[DecisionRow(ref=d.subject_ref, rule=d.kind, outcome=d.outcome.value, reason=d.reason)
+                   for d in result.decisions if d.kind == "epoch"]), brief=True)
+    printed = capsys.readouterr().out.splitlines()
+    epochs = [line for line in printed if line.startswith("epoch ")]
+    assert [line.split(maxsplit=2)[2] for line in epochs] == [
+        "started: first call of the participant on this branch", "continued"]
+    assert not [line for line in printed if line.startswith("note: epoch:")]  # said once, on the epoch line
 
 
 def test_own_steps_are_native_calls_each_followed_by_its_raw_result(timeline):

@@ -19,6 +19,7 @@ from policy.retention import (
     RetentionRule,
     RetentionSpec,
     RetentionState,
+    UNCLAIMED_OBJECT_GRACE,
     arguments_redacted,
     due_at,
     effective_rule,
@@ -28,6 +29,7 @@ from policy.retention import (
     result_removed,
     retention_action,
     scrubbed_reason,
+    unclaimed_object_due,
 )
 from policy.tools import ToolSpec
 
@@ -178,3 +180,14 @@ def test_a_deleted_result_is_told_apart_from_a_missing_one(status: str, argument
 ])
 def test_a_removed_results_pointers_leave_the_reasons(reason: str, expected: str) -> None:
     assert scrubbed_reason(reason, ["/patients/Jane Roe", "/patients/Jane Roe/0", ""]) == expected
+
+
+@pytest.mark.parametrize(("age", "due"), [
+    (timedelta(0), False),
+    (UNCLAIMED_OBJECT_GRACE - timedelta(seconds=1), False),
+    (UNCLAIMED_OBJECT_GRACE, True),
+    (UNCLAIMED_OBJECT_GRACE * 30, True),
+])
+def test_an_unclaimed_object_is_swept_only_after_the_grace_period(age: timedelta, due: bool) -> None:
+    written = datetime(2026, 12, 1, tzinfo=UTC)
+    assert unclaimed_object_due(written, written + age) is due
