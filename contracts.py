@@ -64,6 +64,10 @@ class WorkflowName(StrEnum):
     DELETE_ACCOUNT = "DeleteAccount"
 
 
+CONVERSATION_SEARCH_ATTRIBUTE = "DossierConversationId"
+"""The Keyword search attribute naming a workflow's conversation (``workflows.visibility``); an account
+deletion finds the account's running workflows by it."""
+
 ANSWER_TOOL_SIGNAL = "answer_tool"
 """Signal of :class:`WorkflowName.AGENT_TURN`: a deferred tool call was answered (:class:`AnswerToolInput`)."""
 

@@ -21,7 +21,7 @@ from policy.retention import RecordKind, effective_rule
 from store.assemblies import find_previous_assembly, save_context_assembly
 from store.candidates import load_candidates, user_memory_snapshot
 from store.errors import ArtifactIntegrityError, ArtifactNotFoundError, ArtifactRetainedError
-from store.retention import participant_retention, set_retention
+from store.retention import participant_retention
 from store.payloads import read_artifact_payload
 from store.records import AssemblyTimings, ReplayInputs
 
@@ -150,6 +150,9 @@ async def assemble_context(
         previous_assembly_id=previous_id,
     )
     async with deps.sessions() as session, session.begin():
+        # The trace (its stored messages) is kept as the participant's agent says; a tool has no say in it.
+        # Read once, and written by the assembly's insert itself.
+        agent = await participant_retention(session, boundary.account_id, boundary.participant_id)
         saved_id, created = await save_context_assembly(
             session,
             boundary.account_id,
@@ -160,10 +163,7 @@ async def assemble_context(
             timings,
             assembly_id=assembly_id,
             replay=replay,
+            retention=effective_rule(RecordKind.TRACE, None, agent),
         )
-        # The trace (its stored messages) is kept as the participant's agent says; a tool has no say in it.
-        agent = await participant_retention(session, boundary.account_id, boundary.participant_id)
-        await set_retention(session, boundary.account_id, RecordKind.TRACE, saved_id,
-                            effective_rule(RecordKind.TRACE, None, agent))
     return AssembledContext(assembly_id=saved_id, result=result, candidates=candidates, timings=timings,
                             created=created)

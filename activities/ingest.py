@@ -37,7 +37,7 @@ from policy.derive import decode_payload, derive_memory, memory_record
 from policy.enums import PrivacyClass, PromotionPolicy, RuntimeKind, ToolCallStatus, VisibilityScope, at_least
 from policy.links import links_for
 from policy.records import ArtifactRecord, ToolCallRecord, ToolMemoryRecord
-from policy.retention import RecordKind, effective_rule
+from policy.retention import RecordKind, RetentionSpec, effective_rule
 from policy.tools import default_visibility
 from store import objects as stored_objects
 from store import retention as retention_store
@@ -265,11 +265,12 @@ async def ingest_tool_result(
     tokens = replay_tokens(deps, outcome.result)
     await _record_payload_object(deps, account_id, tool_call_id, outcome)
     async with deps.sessions() as session, session.begin():
-        artifact, call, fresh = await _capture(deps, session, account_id, tool_call_id, outcome, tokens, **capture)
-        if not fresh:
-            return Ingested(artifact, await _stored_memory(deps, session, account_id, artifact))
-        memory = await _derive(deps, session, account_id, artifact, dict(call.arguments), outcome.result)
-        return Ingested(artifact, memory)
+        captured = await _capture(deps, session, account_id, tool_call_id, outcome, tokens, **capture)
+        if captured.call is None:
+            return Ingested(captured.artifact, await _stored_memory(deps, session, account_id, captured.artifact))
+        memory = await _derive(deps, session, account_id, captured.artifact, dict(captured.call.arguments),
+                               outcome.result, captured.agent_retention)
+        return Ingested(captured.artifact, memory)
 
 
 async def ingested_result(deps: GraphDeps, account_id: str, tool_call_id: str) -> Ingested | None:
@@ -323,8 +324,18 @@ async def capture_tool_result(
     tokens = replay_tokens(deps, outcome.result)
     await _record_payload_object(deps, account_id, tool_call_id, outcome)
     async with deps.sessions() as session, session.begin():
-        artifact, _, _ = await _capture(deps, session, account_id, tool_call_id, outcome, tokens, **capture)
-        return artifact
+        return (await _capture(deps, session, account_id, tool_call_id, outcome, tokens, **capture)).artifact
+
+
+@dataclass(frozen=True)
+class _Captured:
+    """What :func:`_capture` did."""
+
+    artifact: ArtifactRecord
+    call: ToolCallRecord | None
+    """The settled call; ``None`` when it was captured before (nothing was written then)."""
+    agent_retention: RetentionSpec | None = None
+    """The calling participant's retention override, read once for the artifact and its memory."""
 
 
 def _check_final(outcome: ToolOutcome) -> None:
@@ -351,7 +362,7 @@ async def _capture(
     privacy: PrivacyClass | None = None,
     visibility: VisibilityScope | None = None,
     objects: Sequence[ObjectRef] = (),
-) -> tuple[ArtifactRecord, ToolCallRecord | None, bool]:
+) -> _Captured:
     """Store the raw bytes and settle the call, in the caller's transaction.
 
     Args:
@@ -376,16 +387,18 @@ async def _capture(
             artifact's transaction (a failed result claims nothing; the sweep removes them).
 
     Returns:
-        ``(artifact, call, fresh)``: ``fresh`` is false (and ``call`` ``None``) when
-        the call was captured before; nothing is written then.
+        The artifact, the settled call (``None`` when the call was captured before;
+        nothing is written then) and the participant's retention override.
     """
     try:
-        return await tool_store.get_artifact_for_tool_call(session, account_id, tool_call_id), None, False
+        return _Captured(await tool_store.get_artifact_for_tool_call(session, account_id, tool_call_id), None)
     except NotFoundError:
         pass
     result_tokens, exact = tokens
     call = await tool_store.get_tool_call(session, account_id, tool_call_id)
     spec = deps.catalog.spec(call.name)
+    # Read once per capture: the artifact's insert and its memory's both write the rule they are kept under.
+    agent = await retention_store.participant_retention(session, account_id, call.participant_id)
     error = call_error_text(decode_payload(outcome.result)) if outcome.status is ToolCallStatus.FAILED else None
     artifact = await capture_artifact(
         session,
@@ -408,12 +421,10 @@ async def _capture(
         captured_at=captured_at,
         privacy=privacy,
         visibility=visibility,
+        retention=effective_rule(RecordKind.ARTIFACT, spec.retention, agent),
     )
     if outcome.status is ToolCallStatus.SUCCEEDED and objects:
         await stored_objects.claim_objects(session, account_id, tool_call_id, objects)
-    agent = await retention_store.participant_retention(session, account_id, call.participant_id)
-    await retention_store.set_retention(session, account_id, RecordKind.ARTIFACT, artifact.id,
-                                        effective_rule(RecordKind.ARTIFACT, spec.retention, agent))
     await tool_store.update_tool_call(
         session,
         account_id,
@@ -424,7 +435,7 @@ async def _capture(
         retry_critical=retry_critical,
         at=captured_at,
     )
-    return artifact, call, True
+    return _Captured(artifact, call, agent)
 
 
 async def _derive(
@@ -434,8 +445,12 @@ async def _derive(
     artifact: ArtifactRecord,
     arguments: dict[str, Any],
     raw: bytes,
+    agent_retention: RetentionSpec | None,
 ) -> ToolMemoryRecord:
-    """Derive, link and store the memory of ``artifact`` from the bytes just captured."""
+    """Derive, link and store the memory of ``artifact`` from the bytes just captured.
+
+    ``agent_retention`` is the calling participant's override (read by the caller, once per ingest).
+    """
     conversation_id = (await get_branch(session, account_id, artifact.branch_id)).conversation_id
     spec = deps.catalog.spec(artifact.tool_name)
     draft = derive_memory(spec, artifact.id, arguments, artifact.status, raw, artifact.content_type,
@@ -447,11 +462,9 @@ async def _derive(
     supersedes, conflicts = links_for(draft, artifact, lineage, related, statuses)
     memory = memory_record(draft, artifact, memory_id=memory_id_for(artifact.id), supersedes=supersedes,
                            conflicts_with=conflicts)
-    stored = await tool_memories.insert_tool_memory(session, account_id, conversation_id, memory)
-    agent = await retention_store.participant_retention(session, account_id, artifact.owner_participant_id)
-    await retention_store.set_retention(session, account_id, RecordKind.MEMORY, stored.id,
-                                        effective_rule(RecordKind.MEMORY, spec.retention, agent))
-    return stored
+    return await tool_memories.insert_tool_memory(
+        session, account_id, conversation_id, memory,
+        retention=effective_rule(RecordKind.MEMORY, spec.retention, agent_retention))
 
 
 async def _stored_memory(
@@ -469,7 +482,8 @@ async def _stored_memory(
         pass
     call = await tool_store.get_tool_call(session, account_id, artifact.tool_call_id)
     raw = await read_artifact_payload(session, deps.artifacts, account_id, artifact.id)
-    return await _derive(deps, session, account_id, artifact, dict(call.arguments), raw)
+    agent = await retention_store.participant_retention(session, account_id, artifact.owner_participant_id)
+    return await _derive(deps, session, account_id, artifact, dict(call.arguments), raw, agent)
 
 
 __all__ = [

@@ -17,17 +17,20 @@ start-to-close runs out.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from temporalio import activity
+from temporalio.service import RPCError, RPCStatusCode
 
 from activities.deps import GraphDeps
 from activities.errors import sorted_failures
 from activities.heartbeat import heartbeating as beat_while
 from activities.ingest import memory_id_for
 from contracts import (
+    CONVERSATION_SEARCH_ATTRIBUTE,
     AccountDeletionStepInput,
     ActivityName,
     RetentionBatchInput,
@@ -45,6 +48,11 @@ OBJECT_KIND = "object"
 
 STEP_HEARTBEAT_SECONDS = 2.0
 """How often a running batch heartbeats (well inside the workflows' heartbeat timeout)."""
+
+_QUERY_SAFE = re.compile(r"[A-Za-z0-9_.:-]+")
+
+STOP_QUERY_CONVERSATIONS = 100
+"""Conversations named in one visibility query of the deletion's ``stop`` step."""
 
 
 async def heartbeating(step: Awaitable[T]) -> T:
@@ -87,14 +95,49 @@ class RetentionActivities:
         return await heartbeating(self._delete_step(step))
 
     async def _delete_step(self, step: AccountDeletionStepInput) -> int:
+        if step.step == account_deletion.STOP_STEP:
+            stopped = await self._stop_workflows(step.account_id)
+            if stopped:
+                activity.logger.info("account deletion: terminated %d running workflow(s)", stopped)
+            return 0  # counts no rows: the step is done in one call
         if step.step == account_deletion.OBJECTS_STEP:
             return await account_deletion.delete_objects(self.deps.artifacts, step.account_id, step.batch_size)
         async with self.deps.sessions() as session, session.begin():
+            if step.step == account_deletion.MARK_STEP:
+                await account_deletion.mark_deleting(session, step.account_id)
+                return 0
             if step.step == account_deletion.TOMBSTONE_STEP:
                 await account_deletion.write_tombstone(session, step.account_id, step.rows_deleted,
                                                        step.objects_deleted)
                 return 0
             return await account_deletion.delete_rows(session, step.account_id, step.step, step.batch_size)
+
+    async def _stop_workflows(self, account_id: str) -> int:
+        """Terminate the account's running workflows (found by their conversation); returns how many.
+
+        After the mark: a workflow started since cannot write either (its rows are refused), and one the
+        visibility store does not list yet fails on its first write. Idempotent: a closed one is skipped.
+        """
+        async with self.deps.sessions() as session:
+            conversations = await account_deletion.account_conversations(session, account_id)
+        # An id that would need quoting in a visibility query is not named (the store's are UUIDs); its
+        # workflows, if any, are fenced by the mark alone.
+        conversations = [c for c in conversations if _QUERY_SAFE.fullmatch(c)]
+        client = activity.client()
+        stopped = 0
+        for start in range(0, len(conversations), STOP_QUERY_CONVERSATIONS):
+            names = ", ".join(f"'{conversation_id}'" for conversation_id in
+                              conversations[start:start + STOP_QUERY_CONVERSATIONS])
+            query = f"ExecutionStatus = 'Running' AND {CONVERSATION_SEARCH_ATTRIBUTE} IN ({names})"
+            async for execution in client.list_workflows(query):
+                try:
+                    await client.get_workflow_handle(execution.id, run_id=execution.run_id).terminate(
+                        reason="account deleted")
+                    stopped += 1
+                except RPCError as error:
+                    if error.status != RPCStatusCode.NOT_FOUND:  # NOT_FOUND: it closed meanwhile
+                        raise
+        return stopped
 
     def all(self) -> list[Any]:
         """Every activity, for ``Worker(activities=...)``."""

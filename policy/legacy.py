@@ -23,6 +23,7 @@ from policy.records import (
     ParticipantRecord,
     ToolCallRequest,
 )
+from policy.retention import RESULT_REMOVED_TEXT, result_removed
 from policy.tokens import MESSAGE_OVERHEAD_TOKENS, TokenCounter, count_message
 
 
@@ -52,6 +53,8 @@ def _steps(
 def _status_text(candidates: CandidateSet, call: ToolCallRequest) -> str:
     for record in candidates.tool_calls:
         if record.call_id == call.call_id:
+            if result_removed(record.status.value, record.arguments, False):
+                return RESULT_REMOVED_TEXT
             return f"[{record.status.value}] {record.last_error or record.waiting_for or ''}".rstrip()
     return "[no result recorded]"
 

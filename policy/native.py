@@ -19,6 +19,8 @@ passes the same gates as the prefix does. What a result's tool message holds:
   epoch so the marker moves to the prefix);
 * a placeholder for a call that has no result yet (the real result, when it
   arrives, starts a new epoch: a tool result is never sent twice);
+* a removal notice for a call whose result retention deleted (never "no
+  result yet": the call ended, its result is gone on purpose);
 * a withheld notice when the route may not receive the result's privacy class.
 
 Planning is pure and needs no bytes: token counts of raw results come from
@@ -51,6 +53,7 @@ from policy.records import (
     ToolMemoryRecord,
 )
 from policy.rehydration import bounded
+from policy.retention import RESULT_REMOVED_TEXT, result_removed
 from policy.tokens import MESSAGE_OVERHEAD_TOKENS, TokenCounter, count_message
 from policy.tools import wire_name
 from policy.transcript import chat_message
@@ -85,8 +88,8 @@ class ResultPlan:
     call: ToolCallRecord
     native_id: str
     mode: str
-    """``raw``, ``same`` (identical to a result shown above), ``summary``, ``error``, ``stale``, ``pending``
-    or ``withheld``."""
+    """``raw``, ``same`` (identical to a result shown above), ``summary``, ``error``, ``stale``, ``pending``,
+    ``removed`` (deleted by retention) or ``withheld``."""
     text: str
     """The tool message's text (for ``raw``: the fallback if the bytes cannot be read)."""
     artifact_id: str | None
@@ -330,6 +333,8 @@ def _result(
                                   branch_id="", seq=0, participant_id=viewer.participant_id)
         return _plan(stand_in, "pending", text, counter)
     artifact = artifacts.get(call.id)
+    if result_removed(call.status.value, call.arguments, artifact is not None):
+        return _plan(call, "removed", RESULT_REMOVED_TEXT, counter)
     if artifact is None:
         detail = f", waiting for {inert(call.waiting_for)}" if call.status is ToolCallStatus.DEFERRED and call.waiting_for \
             else (f", {call.attempts} attempt(s) so far" if call.attempts > 1 else "")

@@ -42,7 +42,7 @@ rows left ``pending``) have no rule of their own: a collection sweeps them once
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
@@ -246,13 +246,71 @@ def redacted_arguments(arguments: Mapping[str, Any]) -> dict[str, Any]:
     return {ARGUMENTS_REDACTED_KEY: ARGUMENTS_REDACTED, "sha256": digest}
 
 
+RESULT_REMOVED_TEXT = ("Result removed by retention (rule: delete): nothing of what the call returned is kept. "
+                       "Do not assume what it returned.")
+"""What a call whose result retention deleted shows in place of the result (never "no result yet")."""
+
+
+def result_removed(status: str, arguments: Mapping[str, Any], has_result: bool) -> bool:
+    """Whether a call's result was deleted by retention: the call ended, its result is gone, its arguments
+    are the marker (a deleted result takes its call's arguments with it, in the same transaction).
+
+    Args:
+        status: the call's status (``succeeded`` or ``failed`` for a call that ended).
+        arguments: the call's arguments as stored.
+        has_result: whether the call's artifact is in the graph.
+    """
+    return not has_result and status in ("succeeded", "failed") and arguments_redacted(arguments)
+
+
+POINTER_REMOVED = "pointer removed by retention"
+"""What a recall's JSON pointer reads once the raw result it pointed into was removed (a pointer names keys of
+the result: content)."""
+
+
+def scrubbed_reason(reason: str, pointers: Iterable[str]) -> str:
+    """A decision's reason without the JSON pointers of a removed result.
+
+    A recall's or rehydration's reason names its locator in parentheses (``exact evidence requested
+    (/patients/Jane Roe), up to 4096 bytes``: :func:`policy.rehydration.describe`); each such pointer becomes
+    :data:`POINTER_REMOVED`. Ids, counts and the rest of the reason stay. Idempotent.
+    """
+    for pointer in sorted(set(pointers), key=lambda p: (-len(p), p)):
+        if pointer:
+            reason = reason.replace(f"({pointer})", f"({POINTER_REMOVED})")
+    return reason
+
+
+def redacted_title(tool_name: str, title: str, summary: str) -> tuple[str, str]:
+    """A memory's title and summary without the call's arguments, once retention took them from the call.
+
+    A derived memory's title is ``name(arguments)`` and its summary starts with the title
+    (:func:`policy.derive.derive_memory`); both then read ``name(arguments redacted by retention)``. A title
+    of another form (a promoted subagent report's) names no call arguments and is left as it is.
+
+    Args:
+        tool_name: the tool the memory's source call ran.
+        title: the memory's title.
+        summary: the memory's summary.
+
+    Returns:
+        ``(title, summary)``.
+    """
+    if not title.startswith(f"{tool_name}("):
+        return title, summary
+    bare = f"{tool_name}({ARGUMENTS_REDACTED})"
+    return bare, bare + summary[len(title):] if summary.startswith(title) else summary
+
+
 __all__ = [
     "ARGUMENTS_REDACTED",
     "ARGUMENTS_REDACTED_KEY",
     "KEEP",
+    "POINTER_REMOVED",
     "RAW_ARCHIVED_REASON",
     "RAW_REDACTED_REASON",
     "REDACTED_MARKER",
+    "RESULT_REMOVED_TEXT",
     "RecordKind",
     "RetentionAction",
     "RetentionClass",
@@ -264,6 +322,9 @@ __all__ = [
     "due_at",
     "effective_rule",
     "redacted_arguments",
+    "redacted_title",
+    "result_removed",
     "retention_action",
+    "scrubbed_reason",
     "unclaimed_object_due",
 ]

@@ -21,6 +21,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from store.errors import (
+    AccountDeletedError,
     BranchCycleError,
     IntegrityViolation,
     NotFoundError,
@@ -35,6 +36,8 @@ M = TypeVar("M", bound=Base)
 
 BRANCH_CYCLE_SQLSTATE = "DSR01"
 """Raised by the ``branches_no_cycle`` trigger (see migration 0001)."""
+ACCOUNT_DELETED_SQLSTATE = "DSR02"
+"""Raised by the ``refuse_deleted_account`` triggers: a row inserted for an account being deleted (migration 0011)."""
 
 _TRANSIENT_SQLSTATES = {"40001", "40P01", "55P03", "57P01", "57P02", "57P03", "53300"}
 """Serialisation failure, deadlock, lock timeout, admin shutdown, crash, cannot connect now, too many connections."""
@@ -124,6 +127,8 @@ def translate_driver_error(error: BaseException) -> StoreError | None:
 def _translate_postgres(
     pg: BaseException | None, sqlstate: str | None, message: str, *, lost: bool, integrity: bool
 ) -> StoreError | None:
+    if sqlstate == ACCOUNT_DELETED_SQLSTATE:
+        return AccountDeletedError(message)
     if sqlstate == BRANCH_CYCLE_SQLSTATE:
         branch_ids = (getattr(pg, "detail", None) or "").split(",")
         return BranchCycleError([b for b in branch_ids if b], message)

@@ -3,6 +3,16 @@
 The plan (:func:`deletion_plan`) is derived from the models, so a table added
 later is covered without touching this module:
 
+0. ``mark``: the account is marked as being deleted (``accounts.deleting_at``),
+   after waiting for every open transaction that wrote a row for it (the mark
+   takes the account row ``FOR UPDATE``, which waits for their foreign-key
+   locks): from then on the ``refuse_deleted_account`` triggers refuse any row
+   inserted for it (:class:`~store.errors.AccountDeletedError`, permanent), and
+   a capture checks it before putting an object in S3
+   (:func:`store.payloads.capture_artifact`);
+   ``stop``: the account's running workflows are terminated (the activity
+   finds them by their conversation search attribute; this module lists the
+   conversations);
 1. ``unlink:<table>.<column>``: the references that close a cycle between
    tables (``use_alter`` foreign keys: a conversation's root branch, a branch's
    fork message, a run's message and assembly) are set to NULL;
@@ -26,17 +36,19 @@ object a row ever named.
 from __future__ import annotations
 
 import hashlib
-from sqlalchemy import Table, and_, exists, literal_column, select
+from sqlalchemy import Table, and_, exists, func, literal_column, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from store._sql import translate_errors
 from store.artifacts import ArtifactStore
-from store.models import Account, AccountDeletion, metadata
+from store.models import Account, AccountDeletion, Conversation, metadata
 
 TOMBSTONE_STEP = "tombstone"
 ACCOUNT_STEP = "account"
 OBJECTS_STEP = "objects"
+MARK_STEP = "mark"
+STOP_STEP = "stop"
 
 
 def account_sha256(account_id: str) -> str:
@@ -65,13 +77,33 @@ def deletion_plan() -> list[str]:
     """The steps of an account deletion, in order (see the module docstring)."""
     unlink = [f"unlink:{table.name}.{column}" for table, column in _cycle_columns()]
     rows = [f"rows:{table.name}" for table in account_tables()]
-    return [*unlink, *rows, ACCOUNT_STEP, OBJECTS_STEP, TOMBSTONE_STEP]
+    return [MARK_STEP, STOP_STEP, *unlink, *rows, ACCOUNT_STEP, OBJECTS_STEP, TOMBSTONE_STEP]
 
 
 def _self_references(table: Table) -> list[str]:
     """Columns of ``table`` referring to a row of the same table."""
     return [list(fk.columns)[-1].name for fk in table.foreign_key_constraints
             if fk.referred_table is table and not fk.use_alter]
+
+
+@translate_errors
+async def mark_deleting(session: AsyncSession, account_id: str) -> None:
+    """Mark the account as being deleted (idempotent; a deleted account's row is gone and nothing happens).
+
+    ``FOR UPDATE`` on the account row first: it waits for every open transaction holding a foreign-key lock
+    on it (any that inserted a row for the account), so each such row is committed, or rolled back, before
+    the mark; every insert after the mark is refused by the ``refuse_deleted_account`` triggers.
+    """
+    await session.execute(select(Account.id).where(Account.id == account_id).with_for_update())
+    await session.execute(Account.__table__.update().where(
+        Account.id == account_id, Account.deleting_at.is_(None)).values(deleting_at=func.now()))
+
+
+@translate_errors
+async def account_conversations(session: AsyncSession, account_id: str) -> list[str]:
+    """The ids of the account's conversations (what its workflows' search attributes name)."""
+    return list((await session.scalars(select(Conversation.id).where(
+        Conversation.account_id == account_id).order_by(Conversation.id))).all())
 
 
 @translate_errors
@@ -137,12 +169,16 @@ async def write_tombstone(session: AsyncSession, account_id: str, rows_deleted: 
 
 __all__ = [
     "ACCOUNT_STEP",
+    "MARK_STEP",
     "OBJECTS_STEP",
+    "STOP_STEP",
     "TOMBSTONE_STEP",
+    "account_conversations",
     "account_sha256",
     "account_tables",
     "delete_objects",
     "delete_rows",
     "deletion_plan",
+    "mark_deleting",
     "write_tombstone",
 ]

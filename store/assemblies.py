@@ -16,6 +16,7 @@ from policy.records import (
     PolicyDecisionRecord,
     PreviousAssembly,
 )
+from policy.retention import KEEP, RetentionRule
 from store._sql import get_row, insert_once, new_id, translate_errors
 from store.convert import to_stored_assembly
 from store.errors import IntegrityViolation
@@ -44,6 +45,7 @@ async def save_context_assembly(
     *,
     assembly_id: str | None = None,
     replay: ReplayInputs | None = None,
+    retention: RetentionRule = KEEP,
 ) -> SavedAssembly:
     """Persist what one model call saw and every decision behind it.
 
@@ -61,6 +63,8 @@ async def save_context_assembly(
         assembly_id: the id to use; a fresh one when ``None``.
         replay: what recomputing the assembly needs (its boundary must be ``boundary``); ``None``
             stores the boundary only, and the assembly is not replayable.
+        retention: the rule its trace is kept under (:func:`policy.retention.effective_rule`), written by
+            the insert (a retry's first write stands, rule included).
 
     Returns:
         The assembly id, and whether this call wrote it (what a retry must not count again).
@@ -88,6 +92,8 @@ async def save_context_assembly(
         generation_at=boundary.now,
         messages=[dict(m) for m in messages],
         boundary=boundary.model_dump(mode="json"),
+        retention=retention.kind.value,
+        retention_days=retention.after_days,
         **timings.model_dump(),
     )
     if replay is not None:

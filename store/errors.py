@@ -4,6 +4,7 @@
 
     StoreError
     ├── NotFoundError              an id that does not exist in the caller's account
+    ├── AccountDeletedError        a write to an account whose deletion has begun
     ├── BranchCycleError           the branch parent chain loops back on itself
     ├── AssemblyNotReplayableError a stored assembly that cannot be recomputed (inputs not stored, or gone)
     ├── IntegrityViolation         a write would break a constraint of the graph
@@ -82,6 +83,14 @@ class BranchCycleError(StoreError):
     def __init__(self, branch_ids: list[str] | tuple[str, ...], message: str | None = None) -> None:
         self.branch_ids = tuple(branch_ids)
         super().__init__(message or "branch cycle: " + " -> ".join(self.branch_ids))
+
+
+class AccountDeletedError(StoreError):
+    """A write to an account whose deletion has begun (``accounts.deleting_at`` is set).
+
+    Permanent: the account is going away, and nothing may be written for it once its deletion started
+    (:mod:`store.account_deletion`). An activity fails non-retryably with it.
+    """
 
 
 class IntegrityViolation(StoreError):
@@ -163,6 +172,7 @@ class ArtifactStoreUnavailableError(ArtifactStoreError, TransientStoreError):
 
 
 __all__ = [
+    "AccountDeletedError",
     "ArtifactIntegrityError",
     "ArtifactNotFoundError",
     "ArtifactRetainedError",

@@ -24,8 +24,8 @@ from policy.records import ArtifactRecord, canonical_json
 from policy.retention import RAW_ARCHIVED_REASON, RAW_REDACTED_REASON, RetentionState
 from store._sql import translate_errors
 from store.artifacts import ArtifactStore
-from store.errors import ArtifactIntegrityError, ArtifactRetainedError, NotFoundError
-from store.models import ToolArtifact, ToolCall
+from store.errors import AccountDeletedError, ArtifactIntegrityError, ArtifactRetainedError, NotFoundError
+from store.models import Account, ToolArtifact, ToolCall
 from store.objects import claim_objects
 from store.tools import INLINE_PAYLOAD_MAX, ArtifactCapture, get_artifact_for_tool_call, insert_artifact
 
@@ -63,17 +63,26 @@ async def capture_artifact(
 
     Raises:
         NotFoundError: no such tool call in the account.
+        AccountDeletedError: the account is being deleted; nothing was written.
         ArtifactStoreError: S3 failed (``ArtifactStoreUnavailableError``: retry).
     """
     try:
         return await get_artifact_for_tool_call(session, account_id, tool_call_id)
     except NotFoundError:
         pass
-    call = await session.scalar(
-        select(ToolCall).where(ToolCall.account_id == account_id, ToolCall.id == tool_call_id)
-    )
-    if call is None:
+    # The account's row is read in the same statement, FOR KEY SHARE: an account being deleted gets no new
+    # object (its rows would be refused after the put, leaving the object behind), and a deletion starting
+    # now waits for this transaction (store.account_deletion.mark_deleting).
+    found = (await session.execute(
+        select(ToolCall, Account.deleting_at).join(Account, Account.id == ToolCall.account_id)
+        .where(ToolCall.account_id == account_id, ToolCall.id == tool_call_id)
+        .with_for_update(key_share=True, of=Account)
+    )).first()
+    if found is None:
         raise NotFoundError("tool_call", tool_call_id)
+    call, deleting = found
+    if deleting is not None:
+        raise AccountDeletedError(f"account {account_id!r} is being deleted: nothing may be captured for it")
     arguments: Mapping[str, Any] = fields.pop("arguments", None) or call.arguments
     # Never looser than the call (ArtifactCapture.row raises it the same way): the object's metadata agrees.
     privacy = at_least(fields.get("privacy") or call.privacy, PrivacyClass(call.privacy))

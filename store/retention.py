@@ -38,6 +38,7 @@ from policy.derive import FILE_CONTENT_TYPE
 from policy.enums import ResolutionStatus
 from policy.records import canonical_json
 from policy.retention import (
+    POINTER_REMOVED,
     REDACTED_MARKER,
     RecordKind,
     RetentionAction,
@@ -46,7 +47,9 @@ from policy.retention import (
     RetentionSpec,
     RetentionState,
     redacted_arguments,
+    redacted_title,
     retention_action,
+    scrubbed_reason,
 )
 from store._sql import translate_errors
 from store.artifacts import ArtifactStore, object_key
@@ -56,6 +59,7 @@ from store.models import (
     EvidenceRequest,
     Message,
     Participant,
+    PolicyDecision,
     ToolArtifact,
     ToolCall,
     ToolMemory,
@@ -98,7 +102,7 @@ _TABLES: dict[RecordKind, Any] = {
 }
 
 
-# --------------------------------------------------------------------------- writing the rule
+# --------------------------------------------------------------------------- the rule a record is written with
 
 
 @translate_errors
@@ -108,18 +112,6 @@ async def participant_retention(session: AsyncSession, account_id: str, particip
         Participant.account_id == account_id, Participant.id == participant_id))
     found = (config or {}).get("retention")
     return RetentionSpec.model_validate(found) if found else None
-
-
-@translate_errors
-async def set_retention(session: AsyncSession, account_id: str, kind: RecordKind, row_id: str,
-                        rule: RetentionRule) -> None:
-    """Write the rule a record is kept under (when it is written; a keep rule writes nothing)."""
-    if rule.kind is RetentionClass.KEEP:
-        return
-    table = _TABLES[kind]
-    pk = table.id
-    await session.execute(update(table).where(table.account_id == account_id, pk == row_id).values(
-        retention=rule.kind.value, retention_days=rule.after_days))
 
 
 # --------------------------------------------------------------------------- reference counting
@@ -304,7 +296,7 @@ async def _apply_artifact(sessions: Any, artifacts: ArtifactStore, account_id: s
     async with sessions() as session:
         row = (await session.execute(select(
             ToolArtifact.storage, ToolArtifact.storage_key, ToolArtifact.sha256, ToolArtifact.content_type,
-            ToolArtifact.retention_state, ToolArtifact.tool_call_id,
+            ToolArtifact.retention_state, ToolArtifact.tool_call_id, ToolArtifact.tool_name,
         ).where(ToolArtifact.account_id == account_id, ToolArtifact.id == artifact_id))).first()
     if row is None:
         return "gone"  # deleted since the batch was read
@@ -318,6 +310,10 @@ async def _apply_artifact(sessions: Any, artifacts: ArtifactStore, account_id: s
     if action is RetentionAction.ARCHIVE:
         await _archive(sessions, artifacts, account_id, artifact_id, row)
         return action.value
+    # A recall's result is a copy of bytes it served: it goes the way of its source, before the source
+    # (whose deletion clears the recalls' pointer to it; a crash in between: the next run finds both again).
+    for copy_id in await _served_copies(sessions, account_id, artifact_id, action):
+        await _apply_artifact(sessions, artifacts, account_id, copy_id, action, own_memory_id)
     if action is RetentionAction.DELETE:
         async with sessions() as session, session.begin():
             await mark_missing_source(session, account_id, artifact_id)
@@ -327,8 +323,13 @@ async def _apply_artifact(sessions: Any, artifacts: ArtifactStore, account_id: s
         keys.append(object_key(account_id, handle_sha))
     await _release_objects(sessions, artifacts, account_id, artifact_id, row.tool_call_id, keys)
     async with sessions() as session, session.begin():
-        # The call that produced the content loses its arguments in the same transaction as the row's end state.
+        # The call that produced the content loses its arguments in the same transaction as the row's end state,
+        # and so do the titles of the memories built from it (``name(arguments)``; hash-only blanks them below).
         await redact_call_arguments(session, account_id, row.tool_call_id)
+        if action is not RetentionAction.HASH_ONLY:
+            await retitle_memories(session, account_id, artifact_id, row.tool_name)
+        # Recalls and decisions keep the artifact's id (audit: an id reveals nothing), not the pointers into it.
+        await scrub_recall_pointers(session, account_id, artifact_id)
         if action is RetentionAction.DELETE:
             # A recall of it keeps what the model asked for and the decision, not a pointer to nothing.
             await session.execute(update(EvidenceRequest).where(
@@ -349,6 +350,22 @@ async def _apply_artifact(sessions: Any, artifacts: ArtifactStore, account_id: s
                 for memory_id in ids:
                     await _blank_memory(session, account_id, memory_id, RetentionState.HASH_ONLY)
     return action.value
+
+
+async def _served_copies(sessions: Any, account_id: str, artifact_id: str, action: RetentionAction) -> list[str]:
+    """The results of the recalls that served bytes of an artifact (``recall`` captures what it served).
+
+    Only those the action still changes: any row for ``delete``, live rows for ``redact`` and ``hash_only``.
+    """
+    recalls = select(EvidenceRequest.tool_call_id).where(
+        EvidenceRequest.account_id == account_id, EvidenceRequest.artifact_id == artifact_id,
+        EvidenceRequest.bytes_served > 0)
+    query = select(ToolArtifact.id).where(ToolArtifact.account_id == account_id, ToolArtifact.id != artifact_id,
+                                          ToolArtifact.tool_call_id.in_(recalls))
+    if action is not RetentionAction.DELETE:
+        query = query.where(ToolArtifact.retention_state == RetentionState.LIVE.value)
+    async with sessions() as session:
+        return list((await session.scalars(query.order_by(ToolArtifact.id))).all())
 
 
 async def _release_objects(sessions: Any, artifacts: ArtifactStore, account_id: str, artifact_id: str,
@@ -417,6 +434,76 @@ async def redact_call_arguments(session: AsyncSession, account_id: str, tool_cal
         if rewritten != calls:
             await session.execute(update(Message).where(
                 Message.account_id == account_id, Message.id == message_id).values(tool_calls=rewritten))
+            changed += 1
+    return changed
+
+
+@translate_errors
+async def retitle_memories(session: AsyncSession, account_id: str, artifact_id: str, tool_name: str) -> int:
+    """Take the call's arguments out of the titles (and summaries) of the memories citing an artifact.
+
+    A derived memory's title is ``name(arguments)``: once retention took the arguments from the call,
+    its title reads ``name(arguments redacted by retention)`` (:func:`policy.retention.redacted_title`);
+    the rest of the compact text stays until the memory's own rule takes it. Idempotent.
+
+    Returns:
+        How many memories were changed.
+    """
+    rows = (await session.execute(select(ToolMemory.id, ToolMemory.title, ToolMemory.summary).where(
+        ToolMemory.account_id == account_id, ToolMemory.source_artifact_ids.contains([artifact_id])))).all()
+    changed = 0
+    for memory_id, title, summary in rows:
+        new_title, new_summary = redacted_title(tool_name, title, summary)
+        if (new_title, new_summary) != (title, summary):
+            await session.execute(update(ToolMemory).where(
+                ToolMemory.account_id == account_id, ToolMemory.id == memory_id).values(
+                title=new_title, summary=new_summary))
+            changed += 1
+    return changed
+
+
+@translate_errors
+async def scrub_recall_pointers(session: AsyncSession, account_id: str, artifact_id: str) -> int:
+    """Take the JSON pointers into an artifact out of its recalls and the decisions about it.
+
+    A pointer names keys of the raw result (``/patients/Jane Roe``): once retention removed the result, its
+    recalls (``evidence_requests``: locator and decision) and the policy decisions about the artifact keep
+    the ids and what was decided, with :data:`policy.retention.POINTER_REMOVED` for the pointer
+    (:func:`policy.retention.scrubbed_reason`). Run before a deleted artifact's id is cleared from its recalls.
+    Idempotent.
+
+    Returns:
+        How many rows were changed.
+    """
+    recalls = (await session.execute(select(EvidenceRequest.id, EvidenceRequest.locator, EvidenceRequest.decision)
+                                     .where(EvidenceRequest.account_id == account_id,
+                                            EvidenceRequest.artifact_id == artifact_id))).all()
+    pointers = {locator["pointer"] for _, locator, _ in recalls
+                if isinstance(locator, dict) and locator.get("kind") == "json_pointer"
+                and isinstance(locator.get("pointer"), str) and locator["pointer"] != POINTER_REMOVED}
+    if not pointers:
+        return 0
+    changed = 0
+    for recall_id, locator, decision in recalls:
+        values: dict[str, Any] = {}
+        if isinstance(locator, dict) and locator.get("pointer") in pointers:
+            values["locator"] = {**locator, "pointer": POINTER_REMOVED}
+        reason = (decision or {}).get("reason")
+        if isinstance(reason, str) and scrubbed_reason(reason, pointers) != reason:
+            values["decision"] = {**decision, "reason": scrubbed_reason(reason, pointers)}
+        if values:
+            await session.execute(update(EvidenceRequest).where(
+                EvidenceRequest.account_id == account_id, EvidenceRequest.id == recall_id).values(**values))
+            changed += 1
+    decided = (await session.execute(select(
+        PolicyDecision.context_assembly_id, PolicyDecision.ordinal, PolicyDecision.reason).where(
+        PolicyDecision.account_id == account_id, PolicyDecision.subject_ref == f"artifact:{artifact_id}"))).all()
+    for assembly_id, ordinal, reason in decided:
+        scrubbed = scrubbed_reason(reason, pointers)
+        if scrubbed != reason:
+            await session.execute(update(PolicyDecision).where(
+                PolicyDecision.account_id == account_id, PolicyDecision.context_assembly_id == assembly_id,
+                PolicyDecision.ordinal == ordinal).values(reason=scrubbed))
             changed += 1
     return changed
 
@@ -522,7 +609,8 @@ __all__ = [
     "object_still_needed",
     "participant_retention",
     "redact_call_arguments",
-    "set_retention",
+    "retitle_memories",
+    "scrub_recall_pointers",
     "trace_dropped",
     "unlink_memory",
 ]

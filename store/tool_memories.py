@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from policy.enums import PrivacyClass, ResolutionStatus, ToolCallStatus, strictest_privacy
 from policy.records import ToolMemoryRecord
+from policy.retention import KEEP, RetentionRule
 from store._sql import allocate_seq, get_row, insert_once, translate_errors
 from store.convert import to_tool_memory
 from store.errors import IntegrityViolation, NotFoundError, TaintError
@@ -28,6 +29,8 @@ async def insert_tool_memory(
     account_id: str,
     conversation_id: str,
     memory: ToolMemoryRecord,
+    *,
+    retention: RetentionRule = KEEP,
 ) -> ToolMemoryRecord:
     """Store a derived tool memory; idempotent on ``memory.id``.
 
@@ -44,6 +47,7 @@ async def insert_tool_memory(
         account_id: the owning account.
         conversation_id: the conversation.
         memory: the memory, as derived by the policy core.
+        retention: the rule it is kept under (:func:`policy.retention.effective_rule`), written by the insert.
 
     Returns:
         The stored memory, with its ``seq`` and links.
@@ -68,6 +72,8 @@ async def insert_tool_memory(
         seq=seq,
         observed_at=memory.observed_at,
         stale_after=memory.stale_after,
+        retention=retention.kind.value,
+        retention_days=retention.after_days,
     )
     if not await insert_once(session, ToolMemory, values):
         raise IntegrityViolation(f"tool memory id {memory.id!r} is taken")

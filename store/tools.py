@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from policy.enums import PrivacyClass, PromotionPolicy, RuntimeKind, ToolCallStatus, VisibilityScope, at_least
 from policy.records import ArtifactRecord, ToolCallRecord
+from policy.retention import KEEP, RetentionRule
 from store._sql import allocate_seq, get_row, insert_once, new_id, translate_errors, utcnow
 from store.convert import to_artifact, to_tool_call
 from store.errors import IntegrityViolation, NotFoundError, PayloadTooLargeError
@@ -361,6 +362,8 @@ class ArtifactCapture:
     """Promotion policy of a child run's artifact."""
     artifact_id: str | None = None
     """The id to use; a fresh one when ``None``."""
+    retention: RetentionRule = KEEP
+    """The rule the artifact is kept under (:func:`policy.retention.effective_rule`), written by the insert."""
 
     def __post_init__(self) -> None:
         check_storage(self.storage, self.storage_key, self.inline_payload, self.sha256, self.result_bytes)
@@ -405,6 +408,8 @@ class ArtifactCapture:
             "tool_version": self.tool_version,
             "captured_at": self.captured_at or utcnow(),
             "promotion": PromotionPolicy(self.promotion).value,
+            "retention": self.retention.kind.value,
+            "retention_days": self.retention.after_days,
         }
 
 

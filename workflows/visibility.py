@@ -26,9 +26,9 @@ from temporalio import workflow
 from temporalio.common import SearchAttributeKey, SearchAttributePair, TypedSearchAttributes
 
 with workflow.unsafe.imports_passed_through():
-    from contracts import RuntimeKind, Scope
+    from contracts import CONVERSATION_SEARCH_ATTRIBUTE, RuntimeKind, Scope
 
-CONVERSATION_ID = SearchAttributeKey.for_keyword("DossierConversationId")
+CONVERSATION_ID = SearchAttributeKey.for_keyword(CONVERSATION_SEARCH_ATTRIBUTE)
 """The conversation a run belongs to."""
 BRANCH_ID = SearchAttributeKey.for_keyword("DossierBranchId")
 """The branch a run answers on."""

@@ -50,6 +50,9 @@ class Account(Base):
     next_user_seq: Mapped[int] = mapped_column(server_default=text("1"))
     """Counter for user memories, which live outside any conversation."""
     created_at: Mapped[datetime] = created_at_column()
+    deleting_at: Mapped[datetime | None] = mapped_column()
+    """When the account's deletion began (``None``: not being deleted). Once set, the
+    ``refuse_deleted_account`` triggers refuse every row inserted for it (migration 0011)."""
 
 
 class Conversation(Base):

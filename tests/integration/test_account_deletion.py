@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import os
 import signal
 import subprocess
@@ -28,24 +29,30 @@ from minio import Minio
 from sqlalchemy import func, select, text
 from sqlalchemy.ext.asyncio import AsyncEngine
 from temporalio.api.enums.v1 import EventType
+from temporalio.client import WorkflowExecutionStatus
 from temporalio.testing import ActivityEnvironment, WorkflowEnvironment
 
 from activities.deps import GraphDeps
+from activities.errors import is_retryable
 from activities.retention import RetentionActivities
-from dossier.client import DossierClient
+from dossier.client import AnswerRefusedError, DossierClient
 from contracts import AccountDeletionStepInput, RetentionBatchInput, WorkflowName
 from dossier.retention import RetentionError, retention_schedule_id, start_account_deletion
 from dossier.services.models import Endpoints
 from dossier.services.worker import worker_environment
 from dossier.settings import Settings
 from store import conversations, user_memories
-from store.account_deletion import account_sha256
-from store.models import AccountDeletion, Base, ToolArtifact, ToolCall, UserMemory
+from store.account_deletion import account_sha256, account_tables
+from store.errors import AccountDeletedError
+from store.models import AccountDeletion, Base, PolicyDecision, ToolArtifact, ToolCall, UserMemory
+from store.payloads import capture_artifact
 
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
 PROMPT = "Which region drove Q3 2026 revenue? Write me a short report."
+PICK = "I want to review one of the sales files; let me pick it."
+"""Makes ``scripted:picker`` open a deferred ``user.pick_file`` call: a turn that waits, running."""
 
 
 async def _rows_of(engine: AsyncEngine, account_id: str) -> dict[str, list[tuple]]:
@@ -219,3 +226,64 @@ async def test_a_deletion_step_heartbeats_while_it_is_blocked(graph_deps: GraphD
     await environment.run(RetentionActivities(graph_deps).collect_retention,
                           RetentionBatchInput(kind="trace", now=datetime.now(UTC), batch_size=1))
     assert not beats.empty()
+
+
+async def test_a_turn_running_during_the_deletion_is_stopped_and_nothing_is_written_after(
+    dossier: DossierClient, engine: AsyncEngine, s3: Minio,
+) -> None:
+    """The deletion marks the account, terminates its running turns, then deletes: a turn waiting on a deferred
+    call when the deletion starts is terminated, its answer is refused, any write for the account fails with a
+    typed permanent error (an object is refused before it is put), and nothing is left once it ends."""
+    pending = await dossier.chat(PICK, model="scripted:picker", wait=False)
+    (tool_call_id,) = await dossier.wait_until_waiting(pending.workflow_id)
+    turn = dossier.temporal.get_workflow_handle(pending.workflow_id)
+    bucket = dossier.deps.artifacts.bucket
+    async with engine.connect() as lock:
+        # Pause the deletion on the policy decisions' step (one of the first): the mark and the stop are done,
+        # the tool calls are still there.
+        transaction = await lock.begin()
+        await lock.execute(select(PolicyDecision.ordinal).where(PolicyDecision.account_id == dossier.account_id)
+                           .limit(1).with_for_update())
+        handle = await start_account_deletion(dossier.temporal, dossier.deps, dossier.settings.temporal_task_queue,
+                                              dossier.account_id, batch_size=2)
+        for _ in range(600):
+            async with engine.connect() as probe:
+                waiting = await probe.scalar(text(
+                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                    "AND datname = current_database()"))
+            if waiting:
+                break
+            await asyncio.sleep(0.1)
+        assert waiting, "the deletion never reached the locked policy decision"
+
+        assert (await turn.describe()).status == WorkflowExecutionStatus.TERMINATED
+        with pytest.raises(AnswerRefusedError):
+            await dossier.answer(tool_call_id, json.dumps({"path": "sales/2026-q3-orders.csv"}))
+        objects = _objects(s3, bucket, dossier.account_id)
+        with pytest.raises(AccountDeletedError):  # refused before the object is put
+            async with dossier.deps.sessions() as session, session.begin():
+                await capture_artifact(session, dossier.deps.artifacts, dossier.account_id, tool_call_id,
+                                       b'{"path": "late.csv"}' * 100, content_type="application/json", inline_max=0)
+        assert _objects(s3, bucket, dossier.account_id) == objects
+        with pytest.raises(AccountDeletedError):  # every table refuses a row for it (the triggers)
+            async with dossier.deps.sessions() as session, session.begin():
+                await user_memories.put_user_memory(session, dossier.account_id, "written during the deletion")
+        assert not is_retryable(AccountDeletedError("an activity fails for good, not retried"))
+        await transaction.rollback()
+    await asyncio.wait_for(handle.result(), timeout=180)
+
+    assert set((await _counts(engine, dossier.account_id)).values()) == {0}
+    assert _objects(s3, bucket, dossier.account_id) == {}
+    with pytest.raises(RetentionError, match="no account"):
+        await start_account_deletion(dossier.temporal, dossier.deps, dossier.settings.temporal_task_queue,
+                                     dossier.account_id)
+
+
+async def test_every_account_table_refuses_rows_once_the_account_is_being_deleted(engine: AsyncEngine) -> None:
+    """A table added later without the fence trigger fails here (migration 0011 gave the tables of its time)."""
+    async with engine.connect() as connection:
+        fenced = set((await connection.scalars(text(
+            "SELECT c.relname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid "
+            "WHERE t.tgname = c.relname || '_refuse_deleted_account' AND c.relnamespace = "
+            "(SELECT oid FROM pg_namespace WHERE nspname = current_schema())"))).all())
+    assert fenced == {table.name for table in account_tables()}

@@ -28,15 +28,17 @@ from activities.ingest import ToolOutcome, begin_tool_call, ingest_tool_result, 
 from dossier.retention import ensure_retention_schedule, retention_schedule_id, run_retention
 from dossier.runtime import build_worker
 from policy.derive import FILE_CONTENT_TYPE
-from policy.enums import MessageRole, ResolutionStatus, RuntimeKind, ToolCallStatus
-from policy.records import GenerationBoundary
+from policy.enums import DecisionOutcome, MessageRole, ResolutionStatus, RuntimeKind, ToolCallStatus
+from policy.records import GenerationBoundary, PolicyDecisionRecord
 from policy.legacy import legacy_messages
 from policy.records import canonical_json
 from policy.retention import (
     ARGUMENTS_REDACTED,
     RAW_ARCHIVED_REASON,
     RAW_REDACTED_REASON,
+    POINTER_REMOVED,
     REDACTED_MARKER,
+    RESULT_REMOVED_TEXT,
     RecordKind,
     RetentionSpec,
 )
@@ -171,7 +173,7 @@ async def test_each_class_applies_after_its_period_and_not_before(account: Accou
         == b'{"tool": "archive", "v": 1}'
     assert not await _exists(account.deps, account.account_id, keys["archive"])
 
-    # redact: bytes gone, row (hash, size) and the memory's compact text kept.
+    # redact: bytes gone, row (hash, size) and the memory's compact text kept, less the call's arguments.
     with pytest.raises(ArtifactRetainedError) as redacted:
         await account.payload(redact)
     assert redacted.value.reason == RAW_REDACTED_REASON
@@ -179,7 +181,8 @@ async def test_each_class_applies_after_its_period_and_not_before(account: Accou
     assert (row.retention_state, row.storage_key, row.result_bytes) == ("redacted", None, len(b'{"tool": "redact", "v": 1}'))
     assert not await _exists(account.deps, account.account_id, keys["redact"])
     memory = await account.row(ToolMemory, made["redact"].memory.id)
-    assert memory.summary == made["redact"].memory.summary and memory.source_artifact_ids == [redact]
+    assert memory.summary == made["redact"].memory.summary.replace("(q=t.redact)", f"({ARGUMENTS_REDACTED})")
+    assert memory.source_artifact_ids == [redact]
 
     # hash-only: bytes gone, sha256 and size kept, and nothing of the content in the memory either.
     row = await account.row(ToolArtifact, hash_only)
@@ -219,6 +222,46 @@ async def test_the_agent_override_beats_the_tool_spec(worker: tuple[GraphDeps, s
     assert (await keeper.row(ToolArtifact, ingested.artifact.id)).retention == "keep"
     await keeper.collect(days=31)
     assert await keeper.payload(ingested.artifact.id) == b'{"kept": "by the agent"}'
+
+
+async def test_the_rule_is_read_once_and_written_by_the_inserts(worker: tuple[GraphDeps, str],
+                                                                 temporal_env: WorkflowEnvironment) -> None:
+    """One read of the participant's retention per captured call and per assembly, and no UPDATE after the
+    INSERTs: the artifact, memory and assembly rows are inserted with their rule."""
+    deps, task_queue = worker
+    agent = {"agent": "brief", "retention": {"memories": {"kind": "redact", "after_days": 3},
+                                             "traces": {"kind": "redact", "after_days": 7}}}
+    ruled = await _account(deps, temporal_env, task_queue, config=agent)
+    statements: list[str] = []
+
+    def count(conn, cursor, statement, parameters, context, executemany) -> None:  # noqa: ANN001, ARG001
+        statements.append(" ".join(statement.split()))
+
+    def participant_reads() -> int:
+        return sum(1 for s in statements if s.startswith("SELECT participants.config"))
+
+    def retention_updates() -> list[str]:
+        return [s for s in statements if s.startswith("UPDATE") and "retention" in s.split(" WHERE ")[0]]
+
+    engine = deps.sessions.kw["bind"].sync_engine
+    event.listen(engine, "before_cursor_execute", count)
+    try:
+        ingested = await ruled.call("t.delete", b'{"v": 1}')
+        assert (participant_reads(), retention_updates()) == (1, [])
+        statements.clear()
+        boundary = GenerationBoundary(account_id=ruled.account_id, conversation_id=ruled.conversation_id,
+                                      branch_id=ruled.branch_id, participant_id=ruled.assistant_id,
+                                      runtime_kind=RuntimeKind.CHAT, provider_route="local", now=T0)
+        assembled = await assemble_context(deps, boundary)
+        assert (participant_reads(), retention_updates()) == (1, [])
+    finally:
+        event.remove(engine, "before_cursor_execute", count)
+    artifact = await ruled.row(ToolArtifact, ingested.artifact.id)
+    memory = await ruled.row(ToolMemory, ingested.memory.id)
+    trace = await ruled.row(ContextAssembly, assembled.assembly_id)
+    assert (artifact.retention, artifact.retention_days) == ("delete", 30)  # the tool's rule
+    assert (memory.retention, memory.retention_days) == ("redact", 3)  # the agent's override
+    assert (trace.retention, trace.retention_days) == ("redact", 7)
 
 
 async def test_redacted_and_deleted_results_take_their_calls_arguments_with_them(account: Account) -> None:
@@ -272,9 +315,18 @@ async def test_redacted_and_deleted_results_take_their_calls_arguments_with_them
                 assert arguments == {"patient": f"Jane Roe {name}"}
             else:
                 assert arguments["redacted_by_retention"] == ARGUMENTS_REDACTED
-        # hash-only leaves nothing of them anywhere (under redact and delete the memory's compact text, whose
-        # title may name them, stays until the memory's own rule takes it: README "Retention and deletion").
-        assert "Jane Roe hash" not in json.dumps(rendered)
+        # Nothing of them anywhere: the memories' titles (``name(arguments)``) lost them with the call, and
+        # under redact and delete the rest of the compact text stays (README "Retention and deletion").
+        for name in ("redact", "hash", "delete"):
+            assert f"Jane Roe {name}" not in json.dumps(rendered)
+        # The call whose result was deleted says so; it never reads as a call still waiting for its result.
+        results = [m.get("content") for m in rendered if m.get("role") == "tool"]
+        assert RESULT_REMOVED_TEXT in results and not any("No result yet" in (r or "") for r in results)
+    for name in ("redact", "delete"):
+        memory = await account.row(ToolMemory, made[name].memory.id)
+        assert memory.title == f"t.{name}({ARGUMENTS_REDACTED})" and memory.summary.startswith(memory.title)
+        assert f"Jane Roe {name}" not in json.dumps([memory.title, memory.summary, memory.payload])
+    assert "Jane Roe keep" in (await account.row(ToolMemory, made["keep"].memory.id)).title
 
 
 async def test_a_deleted_memory_or_artifact_leaves_no_id_behind_in_links_or_recalls(account: Account) -> None:
@@ -332,6 +384,78 @@ async def test_a_deleted_memory_or_artifact_leaves_no_id_behind_in_links_or_reca
         stored = json.dumps(await session.scalar(select(ContextAssembly.messages).where(
             ContextAssembly.id == assembled.assembly_id)))
     assert new_id[:8] not in stored
+
+
+async def test_recalls_and_decisions_keep_a_removed_results_id_and_lose_its_pointers(account: Account) -> None:
+    """Ids stay for audit (an id reveals nothing); a JSON pointer names keys of the result, so it goes with it:
+    from the recall's locator and decision and from the assemblies' decisions about the artifact."""
+    gone = await account.call("t.delete", b'{"patients": {"Jane Roe": 3}}', arguments={"subject": "visits"})
+    pointer, subject = "/patients/Jane Roe", f"artifact:{gone.artifact.id}"
+    recall = await begin_tool_call(account.deps, account.account_id, account.conversation_id, account.branch_id,
+                                   account.assistant_id, call_id=f"call_{uuid.uuid4().hex}", name="recall",
+                                   arguments={"id": gone.artifact.id}, runtime_kind=RuntimeKind.CHAT, at=T0)
+    async with account.deps.sessions() as session, session.begin():
+        session.add(EvidenceRequest(
+            id=str(uuid.uuid4()), account_id=account.account_id, conversation_id=account.conversation_id,
+            branch_id=account.branch_id, participant_id=account.assistant_id, tool_call_id=recall.id,
+            requested_ref=f"a:{gone.artifact.id[:8]}", artifact_id=gone.artifact.id, outcome="rehydrated",
+            locator={"artifact_id": gone.artifact.id, "kind": "json_pointer", "pointer": pointer},
+            decision={"kind": "recall", "subject_ref": subject, "outcome": "rehydrated", "omission": None,
+                      "reason": f"recall of exact evidence ({pointer}): 1 of at most 4096 bytes",
+                      "policy_version": "t"}, bytes_served=1))
+    boundary = GenerationBoundary(account_id=account.account_id, conversation_id=account.conversation_id,
+                                  branch_id=account.branch_id, participant_id=account.assistant_id,
+                                  runtime_kind=RuntimeKind.CHAT, provider_route="local", now=T0)
+    assembled = await assemble_context(account.deps, boundary, extra_decisions=(PolicyDecisionRecord(
+        kind="rehydration", subject_ref=subject, outcome=DecisionOutcome.REHYDRATED,
+        reason=f"exact evidence requested ({pointer}), up to 4096 bytes", policy_version="t"),))
+
+    await account.collect(days=31)
+
+    async with account.deps.sessions() as session:
+        asked = await session.scalar(select(EvidenceRequest).where(EvidenceRequest.tool_call_id == recall.id))
+        decisions = (await session.execute(select(PolicyDecision.subject_ref, PolicyDecision.reason).where(
+            PolicyDecision.account_id == account.account_id))).all()
+    assert asked.artifact_id is None and asked.decision["subject_ref"] == subject  # the id, for audit
+    assert asked.locator["pointer"] == POINTER_REMOVED
+    assert asked.decision["reason"] == f"recall of exact evidence ({POINTER_REMOVED}): 1 of at most 4096 bytes"
+    assert (subject, f"exact evidence requested ({POINTER_REMOVED}), up to 4096 bytes") in decisions
+    assert "Jane Roe" not in json.dumps([asked.locator, asked.decision, [tuple(d) for d in decisions]])
+    assert assembled.assembly_id
+
+
+@pytest.mark.parametrize("name", ["redact", "delete"])
+async def test_a_recalls_copy_of_the_bytes_goes_with_its_source(account: Account, name: str) -> None:
+    """``recall`` captures the bytes it served as its own result, under the recall tool's rule (keep): when
+    the source's rule removes the raw result, the copy goes the same way, in the same batch."""
+    raw = b'{"patients": {"Jane Roe": 3}}'
+    source = await account.call(f"t.{name}", raw, arguments={"subject": "visits"})
+    recall = await begin_tool_call(account.deps, account.account_id, account.conversation_id, account.branch_id,
+                                   account.assistant_id, call_id=f"call_{uuid.uuid4().hex}", name="recall",
+                                   arguments={"id": source.artifact.id}, runtime_kind=RuntimeKind.CHAT, at=T0)
+    copy = await ingest_tool_result(account.deps, account.account_id, recall.id,
+                                    ToolOutcome(status=ToolCallStatus.SUCCEEDED, result=raw,
+                                                content_type="application/json"), captured_at=T0)
+    async with account.deps.sessions() as session, session.begin():
+        session.add(EvidenceRequest(
+            id=str(uuid.uuid4()), account_id=account.account_id, conversation_id=account.conversation_id,
+            branch_id=account.branch_id, participant_id=account.assistant_id, tool_call_id=recall.id,
+            requested_ref=f"a:{source.artifact.id[:8]}", artifact_id=source.artifact.id, outcome="rehydrated",
+            decision={"subject_ref": f"artifact:{source.artifact.id}"}, bytes_served=len(raw)))
+    assert (await account.row(ToolArtifact, copy.artifact.id)).retention == "keep"
+
+    await account.collect(days=31)
+
+    left = await account.row(ToolArtifact, copy.artifact.id)
+    if name == "delete":
+        assert left is None
+    else:
+        assert left.retention_state == "redacted" and left.storage_key is None
+        with pytest.raises(ArtifactRetainedError):
+            await account.payload(copy.artifact.id)
+    assert not await _exists(account.deps, account.account_id, copy.artifact.storage_key)
+    recall_row = await account.row(ToolCall, recall.id)
+    assert recall_row.arguments["redacted_by_retention"] == ARGUMENTS_REDACTED
 
 
 # --------------------------------------------------------------------------- shared objects and citations

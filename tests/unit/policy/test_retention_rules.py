@@ -24,7 +24,11 @@ from policy.retention import (
     due_at,
     effective_rule,
     redacted_arguments,
+    POINTER_REMOVED,
+    redacted_title,
+    result_removed,
     retention_action,
+    scrubbed_reason,
     unclaimed_object_due,
 )
 from policy.tools import ToolSpec
@@ -137,6 +141,45 @@ def test_a_call_whose_arguments_were_redacted_says_so_in_its_line() -> None:
                           participant_id="p", last_error="timeout")
     line = tool_call_line(call, ShortIds(["tc-1"]), 200)
     assert f"crm.lookup({ARGUMENTS_REDACTED})" in line and "sha256" not in line
+
+
+@pytest.mark.parametrize(("title", "summary", "expected"), [
+    ("crm.lookup(patient=Jane Roe)", "crm.lookup(patient=Jane Roe) → 3 visits",
+     (f"crm.lookup({ARGUMENTS_REDACTED})", f"crm.lookup({ARGUMENTS_REDACTED}) → 3 visits")),
+    ("crm.lookup(patient=Jane Roe)", "another form of summary",
+     (f"crm.lookup({ARGUMENTS_REDACTED})", "another form of summary")),
+    (f"crm.lookup({ARGUMENTS_REDACTED})", f"crm.lookup({ARGUMENTS_REDACTED}) → 3 visits",  # idempotent
+     (f"crm.lookup({ARGUMENTS_REDACTED})", f"crm.lookup({ARGUMENTS_REDACTED}) → 3 visits")),
+    ("subagent report: triage", "the report", ("subagent report: triage", "the report")),  # names no arguments
+    ("[redacted by retention]", "[redacted by retention]", ("[redacted by retention]", "[redacted by retention]")),
+])
+def test_a_memory_title_loses_the_calls_arguments(title: str, summary: str, expected: tuple[str, str]) -> None:
+    assert redacted_title("crm.lookup", title, summary) == expected
+
+
+@pytest.mark.parametrize(("status", "arguments", "has_result", "expected"), [
+    ("succeeded", redacted_arguments({"q": "x"}), False, True),
+    ("failed", redacted_arguments({"q": "x"}), False, True),
+    ("succeeded", redacted_arguments({"q": "x"}), True, False),  # redacted or hash-only: the row stays
+    ("succeeded", {"q": "x"}, False, False),  # not captured (yet): not retention's doing
+    ("pending", redacted_arguments({"q": "x"}), False, False),
+])
+def test_a_deleted_result_is_told_apart_from_a_missing_one(status: str, arguments: dict, has_result: bool,
+                                                          expected: bool) -> None:
+    assert result_removed(status, arguments, has_result) is expected
+
+
+@pytest.mark.parametrize(("reason", "expected"), [
+    ("exact evidence requested (/patients/Jane Roe), up to 4096 bytes",
+     f"exact evidence requested ({POINTER_REMOVED}), up to 4096 bytes"),
+    ("recall of exact evidence (/patients/Jane Roe/0): 9 of at most 10 bytes",  # the longer pointer first
+     f"recall of exact evidence ({POINTER_REMOVED}): 9 of at most 10 bytes"),
+    ("no selected memory cites this artifact", "no selected memory cites this artifact"),
+    (f"exact evidence requested ({POINTER_REMOVED}), up to 1 bytes",  # idempotent
+     f"exact evidence requested ({POINTER_REMOVED}), up to 1 bytes"),
+])
+def test_a_removed_results_pointers_leave_the_reasons(reason: str, expected: str) -> None:
+    assert scrubbed_reason(reason, ["/patients/Jane Roe", "/patients/Jane Roe/0", ""]) == expected
 
 
 @pytest.mark.parametrize(("age", "due"), [
