@@ -87,6 +87,17 @@ def _objects(s3: Minio, bucket: str, account_id: str | None = None) -> dict[str,
     return found
 
 
+async def _a_lock_waiter(engine: AsyncEngine) -> bool:
+    """Whether a statement of this database comes to wait on a row lock within a minute."""
+    for _ in range(600):
+        async with engine.connect() as probe:
+            if await probe.scalar(text("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                                       "AND datname = current_database()")):
+                return True
+        await asyncio.sleep(0.1)
+    return False
+
+
 async def _populate(client: DossierClient) -> None:
     outcome = await asyncio.wait_for(client.chat(PROMPT, model="scripted:analyst"), timeout=180)
     assert outcome.result.status == "answered"
@@ -145,15 +156,7 @@ async def test_deleting_an_account_survives_a_worker_kill_and_leaves_nothing_beh
         again = await start_account_deletion(temporal_env.client, graph_deps, task_queue, doomed.account_id,
                                              batch_size=2)
         assert again.id == handle.id and again.result_run_id == handle.result_run_id  # one deletion per account
-        for _ in range(600):
-            async with engine.connect() as probe:
-                waiting = await probe.scalar(text(
-                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
-                    "AND datname = current_database()"))
-            if waiting:
-                break
-            await asyncio.sleep(0.1)
-        assert waiting, "the deletion never reached the locked tool call"
+        assert await _a_lock_waiter(engine), "the deletion never reached the locked tool call"
         mid = await _counts(engine, doomed.account_id)
         assert mid["tool_artifacts"] == 0 and mid["policy_decisions"] == 0  # earlier steps done
         assert mid["tool_calls"] > 0 and mid["accounts"] == 1  # later ones not
@@ -246,15 +249,7 @@ async def test_a_turn_running_during_the_deletion_is_stopped_and_nothing_is_writ
                            .limit(1).with_for_update())
         handle = await start_account_deletion(dossier.temporal, dossier.deps, dossier.settings.temporal_task_queue,
                                               dossier.account_id, batch_size=2)
-        for _ in range(600):
-            async with engine.connect() as probe:
-                waiting = await probe.scalar(text(
-                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
-                    "AND datname = current_database()"))
-            if waiting:
-                break
-            await asyncio.sleep(0.1)
-        assert waiting, "the deletion never reached the locked policy decision"
+        assert await _a_lock_waiter(engine), "the deletion never reached the locked policy decision"
 
         assert (await turn.describe()).status == WorkflowExecutionStatus.TERMINATED
         with pytest.raises(AnswerRefusedError):
