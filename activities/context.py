@@ -160,7 +160,7 @@ async def assemble_context(
             result.record,
             (*result.decisions, *extra_decisions),
             result.to_openai(),
-            timings,
+            timings=timings,
             assembly_id=assembly_id,
             replay=replay,
             retention=effective_rule(RecordKind.TRACE, None, agent),

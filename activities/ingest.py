@@ -33,7 +33,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from activities.deps import EXACT_TOKEN_COUNT_MAX_BYTES, GraphDeps
 from activities.errors import ToolOutcomeError
-from policy.derive import decode_payload, derive_memory, memory_record
+from policy.derive import derive_memory, memory_record
+from policy.payloads import decode_payload
 from policy.enums import PrivacyClass, PromotionPolicy, RuntimeKind, ToolCallStatus, VisibilityScope, at_least
 from policy.links import links_for
 from policy.records import ArtifactRecord, ToolCallRecord, ToolMemoryRecord
@@ -268,8 +269,8 @@ async def ingest_tool_result(
         captured = await _capture(deps, session, account_id, tool_call_id, outcome, tokens, **capture)
         if captured.call is None:
             return Ingested(captured.artifact, await _stored_memory(deps, session, account_id, captured.artifact))
-        memory = await _derive(deps, session, account_id, captured.artifact, dict(captured.call.arguments),
-                               outcome.result, captured.agent_retention)
+        memory = await _derive(deps, session, account_id, captured.artifact, arguments=dict(captured.call.arguments),
+                               raw=outcome.result, agent_retention=captured.agent_retention)
         return Ingested(captured.artifact, memory)
 
 
@@ -443,6 +444,7 @@ async def _derive(
     session: AsyncSession,
     account_id: str,
     artifact: ArtifactRecord,
+    *,
     arguments: dict[str, Any],
     raw: bytes,
     agent_retention: RetentionSpec | None,
@@ -453,8 +455,8 @@ async def _derive(
     """
     conversation_id = (await get_branch(session, account_id, artifact.branch_id)).conversation_id
     spec = deps.catalog.spec(artifact.tool_name)
-    draft = derive_memory(spec, artifact.id, arguments, artifact.status, raw, artifact.content_type,
-                          artifact.captured_at)
+    draft = derive_memory(spec, artifact.id, arguments, artifact.status, raw, content_type=artifact.content_type,
+                          observed_at=artifact.captured_at)
     related, statuses = await tool_memories.related_memories(
         session, account_id, conversation_id, draft.subject_key, tuple(draft.payload.get("facts", {}))
     )
@@ -483,7 +485,8 @@ async def _stored_memory(
     call = await tool_store.get_tool_call(session, account_id, artifact.tool_call_id)
     raw = await read_artifact_payload(session, deps.artifacts, account_id, artifact.id)
     agent = await retention_store.participant_retention(session, account_id, artifact.owner_participant_id)
-    return await _derive(deps, session, account_id, artifact, dict(call.arguments), raw, agent)
+    return await _derive(deps, session, account_id, artifact, arguments=dict(call.arguments), raw=raw,
+                         agent_retention=agent)
 
 
 __all__ = [

@@ -31,12 +31,7 @@ from typing import Literal
 from activities.ingest import ToolOutcome, begin_tool_call, capture_tool_result, memory_id_for
 from activities.deps import GraphDeps
 from activities.errors import PromotionError
-from policy.derive import (
-    PROMOTED_PREFIX,
-    PROMOTED_SEPARATOR,
-    SUBAGENT_REPORT_PREFIX,
-    SUBAGENT_REPORT_SEPARATOR,
-)
+from policy.derive import PROMOTED_PREFIX, PROMOTED_SEPARATOR, SUBAGENT_REPORT_PREFIX, SUBAGENT_REPORT_SEPARATOR
 from policy.enums import (
     FreshnessClass,
     PrivacyClass,

@@ -23,8 +23,9 @@ from store.skills import participant_skill_states
 
 
 async def offered_tools(session: AsyncSession, account_id: str, branch_id: str, participant_id: str,
+                        *,
                         base: Sequence[str], config: Mapping[str, Any], tools: ToolRegistry,
-                        library: SkillLibrary, *, before: ToolCallRecord | None = None) -> list[str]:
+                        library: SkillLibrary, before: ToolCallRecord | None = None) -> list[str]:
     """The tools a participant is offered on a branch, its skills taken into account.
 
     Args:

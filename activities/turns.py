@@ -51,7 +51,6 @@ from activities.providers.base import (
     ModelProvider,
     ModelRequest,
     ProviderFactory,
-    provider_for,
 )
 from activities.providers.config import EndpointConfig
 from activities.skill_state import offered_tools, skill_catalog
@@ -136,7 +135,8 @@ class TurnActivities:
     tools: ToolRegistry
     workspace: Path
     """The read-only data folder the workspace tools read."""
-    providers: ProviderFactory = provider_for
+    providers: ProviderFactory
+    """Model spec -> provider, configured by the composition root (the only place that knows the endpoints)."""
     agent_endpoints: Mapping[str, EndpointConfig] = field(default_factory=dict)
     """Agent name -> its own endpoint (base URL, key), over the installation's; built by the composition
     root from the agents file and the environment, so activities never read either."""
@@ -312,8 +312,9 @@ class TurnActivities:
         """Its allow-list (else its provider's default), narrowed and widened by its skills (:mod:`policy.skills`)."""
         base = self.tools.offered(participant.provider, conversations.allowed_tools(config),
                                   conversations.mcp_servers(config))
-        return await offered_tools(session, account, branch_id, participant.id, base, config, self.tools,
-                                   self.skills, before=before)
+        return await offered_tools(session, account, branch_id, participant.id, base=base, config=config,
+                                   tools=self.tools,
+                                   library=self.skills, before=before)
 
     async def _plan_tool_call(self, request: CallModelInput, call: ToolCallRequest,
                               offered: list[str]) -> ToolStepInput:
@@ -510,7 +511,7 @@ class TurnActivities:
         async with self.deps.sessions() as session, session.begin():
             record = await checkpoints.put_checkpoint(
                 session, scope.account_id, scope.conversation_id, scope.branch_id, request.participant_id,
-                request.kind, state, references=references, checkpoint_id=checkpoint_id,
+                request.kind, state=state, references=references, checkpoint_id=checkpoint_id,
                 model_run_id=request.model_run_ids[-1] if request.model_run_ids else None,
             )
         return record.id

@@ -38,7 +38,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.worker import Worker
 
 from activities.deps import GraphDeps
-from activities.providers.base import ProviderFactory, provider_for
+from activities.providers.base import ProviderFactory
 from activities.providers.config import DEFAULT_REQUEST_TIMEOUT_SECONDS, EndpointConfig, ProvidersConfig
 from activities.providers.factory import ModelProviders
 from activities.tokens import token_counter
@@ -324,7 +324,7 @@ def build_worker(
     *,
     task_queue: str,
     tools: ToolRegistry | None = None,
-    providers: ProviderFactory = provider_for,
+    providers: ProviderFactory,
     workspace: Path = SAMPLE_WORKSPACE,
     agent_endpoints: Mapping[str, EndpointConfig] | None = None,
     workflow_failure_exception_types: Sequence[type[BaseException]] = (),

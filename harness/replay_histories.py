@@ -50,6 +50,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer
 from temporalio.workflow import _Definition  # the registered name of a workflow class; no public accessor
 
+from activities.providers.factory import ModelProviders
 from dossier.client import DossierClient
 from dossier.runtime import build_worker, open_graph
 from dossier.services import ensure_services
@@ -192,7 +193,8 @@ async def record(settings: Settings, names: list[str]) -> list[Recorded]:
             dossier = DossierClient(deps=deps, temporal=env.client,
                                     settings=fresh.model_copy(update={"temporal_task_queue": TASK_QUEUE}),
                                     account_id=account_id, poll_seconds=0.2)
-            worker = build_worker(env.client, deps, task_queue=TASK_QUEUE, workflow_failure_exception_types=[Exception])
+            worker = build_worker(env.client, deps, task_queue=TASK_QUEUE, workflow_failure_exception_types=[Exception],
+                                  providers=ModelProviders())
             async with worker:
                 for name in names:
                     began = time.monotonic()

@@ -46,7 +46,7 @@ from policy.lines import (
 from policy.lines import ref as cross_ref
 from policy.policy import FAIL_CLOSED_ROUTE, ContextPolicy, ProviderRoute
 from policy.records import CandidateSet, GenerationBoundary, ToolCallRecord, ToolMemoryRecord
-from policy.selection import Item, Ledger, by_seq
+from policy.selection import Item, Ledger, SelectionContext, by_seq
 
 
 def resolve_viewer(
@@ -93,23 +93,15 @@ def _classes(classes: frozenset[PrivacyClass]) -> str:
 
 
 def admit_records(
-    policy: ContextPolicy,
-    boundary: GenerationBoundary,
+    ctx: SelectionContext,
     candidates: CandidateSet,
-    viewer: Viewer,
-    short: ShortIds,
-    ledger: Ledger,
     appended: Mapping[str, str] | None = None,
 ) -> list[Item]:
     """Stages 2-5 over every candidate but messages: the items that may compete for the budget.
 
     Args:
-        policy: freshness, stale handling and error-excerpt rules.
-        boundary: the logical ``now`` and the evidence requests.
-        candidates: the graph slice.
-        viewer: from :func:`resolve_viewer`.
-        short: the assembly's short ids, for the rendered lines.
-        ledger: receives every omission, with its reason.
+        ctx: the pass (its boundary gives the logical ``now`` and the evidence requests).
+        candidates: the records up to the epoch's boundary.
         appended: memory id -> tool call id of the participant's own results
             appended natively after the epoch's boundary (so not among
             ``candidates``): visible replacements and counterparts for
@@ -118,7 +110,8 @@ def admit_records(
     Returns:
         Memory, stale-marker, open-call, receipt, planning and user-fact items.
     """
-    covered_calls, items = _memories(policy, boundary, candidates, viewer, short, ledger, appended or {})
+    policy, boundary, viewer, short, ledger = ctx.policy, ctx.boundary, ctx.viewer, ctx.short, ctx.ledger
+    covered_calls, items = _memories(ctx, candidates, appended or {})
     call_items, grouped = _tool_calls(policy, candidates, viewer, short, ledger, covered_calls)
     items += call_items
     items = _drop_memories_of_open_calls(items, candidates, ledger, grouped)
@@ -129,15 +122,12 @@ def admit_records(
 
 
 def _memories(
-    policy: ContextPolicy,
-    boundary: GenerationBoundary,
+    ctx: SelectionContext,
     candidates: CandidateSet,
-    viewer: Viewer,
-    short: ShortIds,
-    ledger: Ledger,
     appended: Mapping[str, str],
 ) -> tuple[set[str], list[Item]]:
     """Admit tool memories; returns the tool calls they cover and their items."""
+    policy, boundary, viewer, short, ledger = ctx.policy, ctx.boundary, ctx.viewer, ctx.short, ctx.ledger
     call_of_artifact = {artifact.id: artifact.tool_call_id for artifact in candidates.artifacts}
     passed: list[ToolMemoryRecord] = []
     for memory in by_seq(candidates.tool_memories):

@@ -11,37 +11,31 @@ from __future__ import annotations
 
 from policy.enums import DecisionOutcome, MessageRole, OmissionReason
 from policy.lines import BULLET, SECTION_TITLES
-from policy.policy import ContextPolicy
-from policy.records import ChatMessage, ParticipantRecord
-from policy.selection import Item, Ledger
+from policy.records import ChatMessage
+from policy.selection import Item, SelectionContext
 from policy.tokens import TokenCounter, count_message
 
 
 def spend_budget(
-    policy: ContextPolicy,
+    ctx: SelectionContext,
     items: list[Item],
-    participant: ParticipantRecord,
     budget: int,
-    counter: TokenCounter,
-    ledger: Ledger,
     catalog: str = "",
 ) -> tuple[list[Item], int]:
     """Keep items in priority order while they fit; protected items always stay.
 
     Args:
-        policy: the memory cap.
+        ctx: the pass; its participant's system prompt is paid for first, and its ledger receives an
+            included, protected, stale-marked or omitted decision for every item.
         items: everything admission and the transcript admitted.
-        participant: the reader, whose system prompt is paid for first.
-        budget: the boundary's token budget (0 keeps protected state only).
-        counter: the injected token counter.
-        ledger: receives an included, protected, stale-marked or omitted
-            decision for every item.
+        budget: the prefix's token budget (0 keeps protected state only).
         catalog: the skill catalog's text (:func:`policy.skills.catalog_text`), paid for with the prompt.
 
     Returns:
         The kept items, in priority order, and the tokens they and the
         system prompt cost.
     """
+    policy, participant, counter, ledger = ctx.policy, ctx.participant, ctx.counter, ctx.ledger
     system_cost = count_message(ChatMessage(role=MessageRole.SYSTEM, content=participant.system_prompt), counter)
     if catalog:
         system_cost += count_message(ChatMessage(role=MessageRole.SYSTEM, content=catalog), counter)

@@ -31,7 +31,7 @@ import json
 import re
 from typing import Any
 
-from policy.derive import NumberText, parse_structured
+from policy.payloads import NumberText, parse_structured
 
 MIN_SAVING = 0.1
 """The compact text is used only when it is at least this share shorter than the raw result."""

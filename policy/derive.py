@@ -8,32 +8,21 @@ Derivation never invents: every value in a summary is copied from the payload.
 
 from __future__ import annotations
 
-import ast
 import csv
 import io
 import json
-import re
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from pydantic import Field
 
-from policy.enums import (
-    STRICTEST_PRIVACY,
-    DecisionOutcome,
-    FreshnessClass,
-    PrivacyClass,
-    ToolCallStatus,
-    strictest_privacy,
-)
+from policy.enums import FreshnessClass, ToolCallStatus
 from policy.errors import DerivationError
+from policy.payloads import decode_payload, parse_structured
 from policy.records import (
     ArtifactRecord,
     Locator,
-    PolicyDecisionRecord,
     Record,
     ToolMemoryRecord,
     canonical_json,
@@ -89,15 +78,6 @@ TITLE_ARGS_CHARS = 100
 """A title's whole argument list is clipped to this many characters."""
 
 
-def decode_payload(raw: bytes) -> str:
-    """Raw bytes as text; undecodable bytes become U+FFFD rather than vanish.
-
-    Derivation, exact slicing and capture all read bytes this one way, so a
-    row a summary counts is the row a locator slices.
-    """
-    return raw.decode("utf-8", errors="replace")
-
-
 class MemoryDraft(Record):
     """A tool memory before it is written to the graph."""
 
@@ -133,6 +113,7 @@ def derive_memory(
     arguments: dict[str, Any],
     status: ToolCallStatus,
     raw: bytes,
+    *,
     content_type: str,
     observed_at: datetime,
     parse_max_bytes: int = PARSE_MAX_BYTES,
@@ -193,103 +174,6 @@ def derive_memory(
                       limitations=f"could not parse as {kind}: {exc}")
     return _draft(spec, arguments, observed_at, title=title, summary=f"{title}{RESULT_SEPARATOR}{summary}",
                   payload=payload, confidence=0.95, source=f"{kind} deriver", locators=locators)
-
-
-LITERAL_MAX_BYTES = 1024 * 1024
-"""Python-literal results above this size are not parsed (``ast`` trees cost
-far more memory than the text); they get the unparsed-result memory."""
-
-_NUMPY_REPR = re.compile(r"^array\((?P<body>.*?)(?:,\s*dtype=[\w.<>']+)?\)$", re.DOTALL)
-
-
-class NumberText(str):
-    """A number exactly as the result wrote it (``5.50``, ``1e3``), for renderings that must not reformat it."""
-
-
-def parse_structured(text: str, allow_literal: bool = True, exact_numbers: bool = False) -> tuple[Any, str]:
-    """Parse a structured result: JSON, else (when allowed) a Python literal.
-
-    Agents built on Python frameworks often hand the model ``str()`` of a
-    list or dict (``[{'id': '0007'}]``) or of a NumPy array
-    (``array(['a@b.com'], dtype=object)``). ``ast.literal_eval`` reads those
-    without executing anything; the value is converted to JSON types.
-
-    Args:
-        text: the result's text.
-        allow_literal: also try a Python literal when it is not JSON.
-        exact_numbers: numbers come back as :class:`NumberText`, their text in
-            the result, instead of ``int``/``float``.
-
-    Returns:
-        ``(data, source)`` where source is ``"json"`` or ``"python-literal"``.
-
-    Raises:
-        ValueError: neither parses (json.JSONDecodeError is a ValueError).
-    """
-    try:
-        if exact_numbers:
-            return json.loads(text, parse_float=NumberText, parse_int=NumberText, parse_constant=NumberText), "json"
-        return json.loads(text), "json"
-    except ValueError:
-        stripped = text.strip()
-        if not allow_literal or len(stripped) > LITERAL_MAX_BYTES:
-            raise
-        match = _NUMPY_REPR.match(stripped)
-        source = match.group("body") if match else stripped
-        try:
-            tree = ast.parse(source, mode="eval")
-            data = _literal(tree.body, source if exact_numbers else None)
-        except (SyntaxError, ValueError, TypeError, MemoryError) as exc:
-            raise ValueError(f"neither JSON nor a Python literal: {exc}") from None
-        if not isinstance(data, (dict, list)):
-            raise ValueError("not a JSON document or a Python container literal") from None
-        return data, "python-literal"
-
-
-_MISSING_NAMES = frozenset({"nan", "NaN", "inf", "NaT", "None"})
-"""Bare names a repr of tabular data writes for missing values (pandas ``nan``, ``NaT``); read as null."""
-
-
-def _literal(node: ast.AST, source: str | None = None) -> Any:
-    """A Python literal's value in JSON types, like ``ast.literal_eval`` plus missing-value names.
-
-    Only constants, containers, signed numbers and the names in
-    :data:`_MISSING_NAMES` are accepted; anything else (a call, an
-    attribute, an operator) is rejected, so nothing is ever executed.
-    Tuples and sets become lists, dict keys strings, bytes their repr.
-    With ``source`` (the parsed text), numbers are their :class:`NumberText`.
-    """
-    if isinstance(node, ast.Constant):
-        value = node.value
-        if isinstance(value, (bytes, complex)) or value is Ellipsis:
-            return repr(value)
-        if source is not None and isinstance(value, (int, float)) and not isinstance(value, bool):
-            return NumberText(ast.get_source_segment(source, node) or repr(value))
-        return value
-    if isinstance(node, (ast.List, ast.Tuple)):
-        return [_literal(item, source) for item in node.elts]
-    if isinstance(node, ast.Set):
-        return sorted((_literal(item, source) for item in node.elts), key=repr)
-    if isinstance(node, ast.Dict):
-        if any(key is None for key in node.keys):
-            raise ValueError("dict unpacking is not a literal")
-        return {str(_literal(key, source)): _literal(value, source)
-                for key, value in zip(node.keys, node.values, strict=True)}
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-        if source is not None:
-            operand = _literal(node.operand, source)
-            if isinstance(operand, NumberText):
-                return NumberText(ast.get_source_segment(source, node) or operand)
-            if operand is None:
-                return None
-        operand = _literal(node.operand)
-        if isinstance(operand, (int, float)) and not isinstance(operand, bool):
-            return -operand if isinstance(node.op, ast.USub) else operand
-        if operand is None:
-            return None  # -inf, -nan
-    if isinstance(node, ast.Name) and node.id in _MISSING_NAMES:
-        return None
-    raise ValueError(f"not a literal: {type(node).__name__}")
 
 
 def _draft(
@@ -470,89 +354,3 @@ def memory_record(
         conflicts_with=conflicts_with,
         **{name: getattr(draft, name) for name in MemoryDraft.model_fields},
     )
-
-
-# --------------------------------------------------------------------------- taint
-
-SHOWN_OUTCOMES = frozenset({
-    DecisionOutcome.INCLUDED, DecisionOutcome.REHYDRATED, DecisionOutcome.PROTECTED, DecisionOutcome.MARKED_STALE,
-})
-"""Decision outcomes under which a record's text (or a part of it) reached the model."""
-WITHHELD_MODE = "(withheld)"
-"""How the assembler's ``appended`` decision ends for an own result withheld on the route
-(``own result as a native tool message (withheld)``): the call's arguments reached the model, its result did not."""
-
-
-NOT_RENDERED_KINDS = frozenset({"restore"})
-"""Decisions a caller adds that render nothing themselves (a checkpoint restore: the checkpoint is shown
-only if admission kept it, and then it is among the selected refs)."""
-
-
-@dataclass(frozen=True)
-class ContextSources:
-    """The graph records one model call's context was built from, as ``<type>:<id>`` refs."""
-
-    shown: frozenset[str]
-    """Records whose text reached the model: prefix items, rehydrated artifacts, appended events and results."""
-    arguments_only: frozenset[str] = frozenset()
-    """Tool calls appended natively whose result was withheld on the route: only their arguments were sent."""
-
-
-def context_sources(
-    selected_refs: Iterable[str],
-    rehydrated_refs: Iterable[str],
-    decisions: Iterable[PolicyDecisionRecord],
-) -> ContextSources:
-    """What an assembly (its record and its decisions) shows the model, by record.
-
-    Args:
-        selected_refs: the assembly record's ``selected_refs``.
-        rehydrated_refs: its ``rehydrated_refs`` (``artifact:<id>#<slice>``).
-        decisions: its policy decisions.
-
-    Returns:
-        The refs whose text reached the model, and the appended tool calls of
-        which only the arguments did.
-    """
-    shown = set(selected_refs)
-    shown |= {ref.split("#", 1)[0] for ref in rehydrated_refs}
-    withheld: set[str] = set()
-    for decision in decisions:
-        if decision.outcome not in SHOWN_OUTCOMES or decision.kind in NOT_RENDERED_KINDS:
-            continue
-        if decision.kind == "appended" and decision.subject_ref.startswith("tool_call:") \
-                and decision.reason.endswith(WITHHELD_MODE):
-            withheld.add(decision.subject_ref)
-        else:
-            shown.add(decision.subject_ref)
-    shown = {ref for ref in shown if ref.split(":", 1)[0] in TAINT_REF_KINDS}
-    return ContextSources(shown=frozenset(shown), arguments_only=frozenset(withheld - shown))
-
-
-TAINT_REF_KINDS = frozenset({"memory", "tool_call", "artifact", "checkpoint", "skill", "user_memory", "message"})
-"""Ref types that name a graph record with a privacy class (``epoch:``, ``route:``, ``note:`` ... name none)."""
-
-
-def context_privacy(sources: ContextSources, classes: Mapping[str, PrivacyClass]) -> PrivacyClass:
-    """The strictest class of everything a model call was shown: the class of what it emits.
-
-    The taint rule. A model's output (its tool calls' arguments and so the
-    files and results they produce, a subagent's report) may copy, paraphrase
-    or encode any part of its context, and nothing shows which part it did;
-    so it is at least as strict as the strictest record the context showed.
-    A record the route withheld was never shown (only a tool call's
-    arguments reach the model when its result is withheld), so it adds
-    nothing; a context that showed no record adds nothing either.
-
-    Args:
-        sources: from :func:`context_sources`.
-        classes: the privacy class of each ref (for a ``tool_call:`` ref shown
-            with its result, the stricter of the call's and its artifact's;
-            in ``arguments_only``, the call's); ``message:`` refs are user data.
-
-    Returns:
-        The strictest class; a ref missing from ``classes`` fails closed.
-    """
-    found = [classes.get(ref, PrivacyClass.USER if ref.startswith("message:") else STRICTEST_PRIVACY)
-             for ref in sorted(sources.shown | sources.arguments_only)]
-    return strictest_privacy(found) if found else PrivacyClass.PUBLIC

@@ -37,11 +37,22 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from policy.enums import MessageRole
+from policy.enums import DecisionOutcome, MessageRole
+from policy.gates import is_stale, stale_at
+from policy.lines import stale_marker_line
 from policy.policy import ContextPolicy
-from policy.records import CandidateSet, GenerationBoundary, MessageRecord, PreviousAssembly, ToolCallRecord
+from policy.records import (
+    CandidateSet,
+    EpochRecord,
+    GenerationBoundary,
+    MessageRecord,
+    PolicyDecisionRecord,
+    PreviousAssembly,
+    ToolCallRecord,
+)
+from policy.selection import Selection, SelectionContext
 
 EPOCH_CONTINUED = "continued"
 """The reason an assembly records when it continues its participant's epoch."""
@@ -203,11 +214,77 @@ def prefix_change(previous_items: Sequence[str], items: Sequence[str]) -> str:
     return "prefix changed (" + ("; ".join(parts) or "order") + ")"
 
 
+# --------------------------------------------------------------------------- continuing an epoch
+
+
+def continuation_blocker(policy: ContextPolicy, epoch: EpochRecord, selection: Selection) -> str | None:
+    """Why the call cannot continue ``epoch``, having recomputed its prefix (``None``: it continues)."""
+    if selection.epoch.prefix_digest != epoch.prefix_digest:
+        return prefix_change(epoch.prefix_items, selection.epoch.prefix_items)
+    arrived = [call_id for call_id in epoch.pending_calls if call_id not in selection.events.pending]
+    if arrived:
+        return f"a result appended as pending has arrived (tool_call:{arrived[0]})"
+    if selection.events.stale:
+        return f"an appended result went stale (tool_call:{selection.events.stale[0]})"
+    total = selection.prefix_tokens + selection.events.tokens
+    if total > selection.token_budget:
+        return f"the context would reach {total} tokens (budget {selection.token_budget})"
+    if policy.epoch_growth_tokens is not None and selection.events.tokens > policy.epoch_growth_tokens:
+        return (f"the appended events reached {selection.events.tokens} tokens "
+                f"(epoch_growth_tokens {policy.epoch_growth_tokens})")
+    return None
+
+
+def in_epoch(selection: Selection, epoch: str, *, started: bool, reason: str) -> Selection:
+    """The selection with its epoch named, and the epoch decision logged."""
+    record = selection.epoch.model_copy(update={"epoch_id": epoch, "started": started, "reason": reason})
+    decision = PolicyDecisionRecord(
+        kind="epoch", subject_ref=f"epoch:{epoch}", outcome=DecisionOutcome.NOTED,
+        reason=f"started: {reason}" if started else reason, policy_version=selection.policy.version_tag,
+    )
+    return replace(selection, epoch=record, decisions=(*selection.decisions, decision))
+
+
+STALE_NOTE = "Runtime note: {line}"
+"""After the events: a prefix memory that went stale during the epoch (``epoch_staleness="note"``)."""
+
+
+def stale_notes(
+    policy: ContextPolicy,
+    boundary: GenerationBoundary,
+    candidates: CandidateSet,
+    epoch: EpochRecord,
+    prefix_memories: frozenset[str],
+) -> tuple[tuple[str, int], ...]:
+    """The epoch's staleness notes so far, and one after this call's events for each prefix memory newly stale."""
+    noted = {memory_id for memory_id, _ in epoch.stale_notes}
+    fresh = tuple(
+        (memory.id, candidates.snapshot_seq) for memory in sorted(candidates.tool_memories, key=lambda m: (m.seq, m.id))
+        if memory.id in prefix_memories and memory.id not in noted and is_stale(memory, policy, boundary.now)
+    )
+    return (*(note for note in epoch.stale_notes if note[0] in prefix_memories), *fresh)
+
+
+def stale_note_texts(ctx: SelectionContext, noted: Sequence[tuple[str, int]]) -> list[tuple[int, str]]:
+    """``(after_seq, text)`` of each staleness note, each decision logged."""
+    memories = {memory.id: memory for memory in ctx.candidates.tool_memories}
+    notes = []
+    for memory_id, after_seq in noted:
+        line = stale_marker_line(memories[memory_id], ctx.short, stale_at(memories[memory_id], ctx.policy))
+        notes.append((after_seq, STALE_NOTE.format(line=line)))
+        ctx.ledger.decide("freshness", f"memory:{memory_id}", DecisionOutcome.MARKED_STALE,
+                          "went stale during the epoch: noted after the events (epoch_staleness=note)")
+    return notes
+
+
 __all__ = [
     "EPOCH_CONTINUED",
+    "STALE_NOTE",
     "EventRecords",
+    "continuation_blocker",
     "epoch_id",
     "fresh_boundary",
+    "in_epoch",
     "incompatibility",
     "item_key",
     "latest_own_message",
@@ -215,5 +292,7 @@ __all__ = [
     "prefix_change",
     "prefix_digest",
     "split_at",
+    "stale_note_texts",
+    "stale_notes",
     "step_calls",
 ]

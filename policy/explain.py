@@ -6,7 +6,7 @@ order the policy decided. This module turns those rows (and, where a record
 got no row of its own, the candidates a recomputation loads) into answers:
 
 * :func:`final_decisions` and :func:`sorted_refs`: each record's last word, and
-  which records reached the model (:func:`policy.derive.context_sources`, the
+  which records reached the model (:func:`policy.taint.context_sources`, the
   same reading the taint rule uses);
 * :func:`why_not`: the rule, its reason and the policy version that kept a
   record out, or the decision that let it in;
@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from policy.derive import context_sources
+from policy.taint import context_sources
 from policy.enums import DecisionOutcome, OmissionReason
 from policy.epochs import EPOCH_CONTINUED
 from policy.gates import Viewer, admit
@@ -361,6 +361,7 @@ def trace(
     decisions: Sequence[PolicyDecisionRecord],
     shown: frozenset[str],
     policy_version: str,
+    *,
     candidates: CandidateSet | None = None,
     viewer: Viewer | None = None,
     requested_artifacts: frozenset[str] = frozenset(),

@@ -31,28 +31,26 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from datetime import datetime
 
 from policy.compact import compact_text
-from policy.derive import decode_payload, parse_structured
+from policy.payloads import decode_payload, parse_structured
 from policy.enums import MessageRole, ToolCallStatus
 from policy.epochs import step_calls
-from policy.gates import Viewer, admit, check_privacy, is_stale, stale_at
+from policy.gates import admit, check_privacy, is_stale, stale_at
 from policy.lines import RefKind, ShortIds, cite, error_excerpt, inert, memory_line, stale_marker_line
+from policy.plans import Event, EventsPlan, ResultPlan
 from policy.policy import ContextPolicy
 from policy.records import (
     ArtifactRecord,
-    CandidateSet,
     ChatMessage,
     MessageRecord,
-    ParticipantRecord,
     RehydrationItem,
     ToolCallRecord,
     ToolCallRequest,
     ToolMemoryRecord,
 )
 from policy.rehydration import bounded
+from policy.selection import SelectionContext
 from policy.retention import RESULT_REMOVED_TEXT, result_removed
 from policy.tokens import MESSAGE_OVERHEAD_TOKENS, TokenCounter, count_message
 from policy.tools import wire_name
@@ -81,65 +79,9 @@ def native_call_id(call_id: str) -> str:
     return ("call_" + _UNSAFE.sub("", call_id))[:64]
 
 
-@dataclass(frozen=True)
-class ResultPlan:
-    """How one of the participant's own calls is answered in its tool message."""
-
-    call: ToolCallRecord
-    native_id: str
-    mode: str
-    """``raw``, ``same`` (identical to a result shown above), ``summary``, ``error``, ``stale``, ``pending``,
-    ``removed`` (deleted by retention) or ``withheld``."""
-    text: str
-    """The tool message's text (for ``raw``: the fallback if the bytes cannot be read)."""
-    artifact_id: str | None
-    max_bytes: int
-    tokens: int
-    """Estimated tokens of the tool message."""
-    supersedes: tuple[str, ...] = ()
-    """Prefix memories this result's memory supersedes."""
-    same_as: str | None = None
-    """For ``same``: the call whose tool message above shows the identical bytes."""
-
-
-@dataclass(frozen=True)
-class Event:
-    """One appended message, with its tool results when it is the participant's own tool step."""
-
-    message: ChatMessage
-    results: tuple[ResultPlan, ...] = ()
-    ref: str = ""
-    """``message:<id>`` of the transcript message (``stale:<memory id>`` for a staleness note)."""
-    notes: tuple[str, ...] = ()
-    """Runtime notes after the results (a result that supersedes one shown earlier)."""
-    seq: int = 0
-    """Where the event happened (a staleness note: the snapshot of the call that first noted it)."""
-
-
-@dataclass(frozen=True)
-class EventsPlan:
-    """The appended part of the context, planned."""
-
-    events: tuple[Event, ...]
-    rehydration: tuple[RehydrationItem, ...]
-    tokens: int
-    pending: tuple[str, ...]
-    """Tool calls answered by a placeholder."""
-    superseding: tuple[ResultPlan, ...]
-    """Results that supersede a prefix memory."""
-    stale: tuple[str, ...] = ()
-    """Tool calls whose result is shown by its stale marker."""
-
-
 def plan_events(
-    policy: ContextPolicy,
-    candidates: CandidateSet,
+    ctx: SelectionContext,
     messages: Sequence[MessageRecord],
-    participant: ParticipantRecord,
-    viewer: Viewer,
-    short: ShortIds,
-    counter: TokenCounter,
-    now: datetime,
     prefix_memories: frozenset[str] = frozenset(),
     *,
     whole: bool = True,
@@ -148,14 +90,8 @@ def plan_events(
     """Plan the native messages for ``messages`` (the lineage messages after the boundary, oldest first).
 
     Args:
-        policy: the result size cap and the error excerpt length.
-        candidates: the graph slice (calls, artifacts and memories of the participant's steps).
+        ctx: the pass (its candidates hold the calls, artifacts and memories of the participant's steps).
         messages: the transcript messages after the epoch's boundary.
-        participant: whose context this is.
-        viewer: from :func:`policy.admission.resolve_viewer`.
-        short: the assembly's short ids.
-        counter: the injected token counter.
-        now: the generation's logical time (freshness).
         prefix_memories: ids of the memories the prefix shows (what a result may supersede).
         whole: results may be shown whole; ``False`` shows every result by its summary (a new epoch
             whose events alone would not fit the budget).
@@ -165,6 +101,8 @@ def plan_events(
     Returns:
         The events, the raw bytes to read, the estimated tokens and the open calls.
     """
+    policy, candidates, participant, viewer, short, counter = (ctx.policy, ctx.candidates, ctx.participant,
+                                                               ctx.viewer, ctx.short, ctx.counter)
     artifacts = {artifact.tool_call_id: artifact for artifact in candidates.artifacts}
     memories: dict[str, ToolMemoryRecord] = {}
     for memory in candidates.tool_memories:
@@ -188,8 +126,8 @@ def plan_events(
             continue
         calls = step_calls(candidates, message)
         results = tuple(
-            _same_as_shown(_result(policy, request, calls.get(request.call_id), artifacts,
-                                   memories, viewer, short, counter, now, prefix_memories, whole),
+            _same_as_shown(_result(ctx, request, calls.get(request.call_id), artifacts, memories, prefix_memories,
+                                   whole=whole),
                            artifacts, shown, short, counter)
             for request in message.tool_calls
         )
@@ -314,18 +252,16 @@ STEP_TEXT_CUT = " [… {limit} of {size} chars; the calls below carry the step]"
 
 
 def _result(
-    policy: ContextPolicy,
+    ctx: SelectionContext,
     request: ToolCallRequest,
     call: ToolCallRecord | None,
     artifacts: Mapping[str, ArtifactRecord],
     memories: Mapping[str, ToolMemoryRecord],
-    viewer: Viewer,
-    short: ShortIds,
-    counter: TokenCounter,
-    now: datetime,
     prefix_memories: frozenset[str],
+    *,
     whole: bool,
 ) -> ResultPlan:
+    policy, viewer, short, counter, now = ctx.policy, ctx.viewer, ctx.short, ctx.counter, ctx.now
     if call is None:  # the call's record is not in the candidate pool: say so rather than invent a result
         text = "No record of this call's result in the runtime graph."
         stand_in = ToolCallRecord(id=request.call_id, call_id=request.call_id, name=request.name,
@@ -416,9 +352,6 @@ __all__ = [
     "SUMMARY_TEXT",
     "SUPERSEDES_NOTE",
     "WITHHELD_TEXT",
-    "Event",
-    "EventsPlan",
-    "ResultPlan",
     "native_call_id",
     "plan_events",
     "render_events",

@@ -27,46 +27,33 @@ import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
-from policy.derive import decode_payload
+from policy.payloads import decode_payload
 from policy.enums import DecisionOutcome, OmissionReason
 from policy.errors import DerivationError
-from policy.gates import Viewer, admit
-from policy.lines import ShortIds, withheld_evidence_line
-from policy.policy import ContextPolicy
+from policy.gates import admit
+from policy.lines import withheld_evidence_line
 from policy.records import (
-    CandidateSet,
-    GenerationBoundary,
     Locator,
     PolicyDecisionRecord,
     RehydrationItem,
     canonical_json,
 )
-from policy.selection import Item, Ledger
+from policy.selection import Item, SelectionContext
 
 
-def plan_rehydration(
-    policy: ContextPolicy,
-    boundary: GenerationBoundary,
-    candidates: CandidateSet,
-    viewer: Viewer,
-    kept: list[Item],
-    short: ShortIds,
-    ledger: Ledger,
-) -> tuple[list[RehydrationItem], list[str]]:
+def plan_rehydration(ctx: SelectionContext, kept: list[Item]) -> tuple[list[RehydrationItem], list[str]]:
     """Stage 8: raw evidence only for requested artifacts a selected memory cites and the route allows.
 
     Args:
-        policy: the per-item and total byte budgets.
-        boundary: the evidence requests, in the order they are served.
-        candidates: the graph slice.
-        viewer: from :func:`policy.admission.resolve_viewer`.
+        ctx: the pass (its boundary's evidence requests are served in order; its ledger gets a decision
+            for every request).
         kept: the items the budget kept; only their memories' sources qualify.
-        short: the assembly's short ids, for the withheld-body lines.
-        ledger: receives a decision for every request.
 
     Returns:
         The planned slices, and a line for each body withheld on this route.
     """
+    policy, boundary, candidates, viewer, short, ledger = (ctx.policy, ctx.boundary, ctx.candidates, ctx.viewer,
+                                                           ctx.short, ctx.ledger)
     artifacts = {artifact.id: artifact for artifact in candidates.artifacts}
     memories = {memory.id: memory for memory in candidates.tool_memories}
     selected_sources: dict[str, str] = {}

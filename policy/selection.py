@@ -13,11 +13,13 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from datetime import datetime
+from typing import Protocol, TypeVar
 
 from policy.enums import CLASS_PRIORITY, DecisionOutcome, OmissionReason, RecordClass
-from policy.gates import Denial
+from policy.gates import Denial, Viewer
 from policy.lines import ShortIds
+from policy.plans import EventsPlan
 from policy.policy import ContextPolicy
 from policy.records import (
     CandidateSet,
@@ -28,9 +30,7 @@ from policy.records import (
     PolicyDecisionRecord,
     RehydrationItem,
 )
-
-if TYPE_CHECKING:  # policy.native plans the appended part and needs this module's stages first
-    from policy.native import EventsPlan
+from policy.tokens import TokenCounter
 
 
 @dataclass(frozen=True)
@@ -87,6 +87,35 @@ class Ledger:
     def deny(self, kind: str, ref: str, denial: Denial) -> None:
         """Record a gate's denial as an omission."""
         self.decide(kind, ref, DecisionOutcome.OMITTED, denial.detail, denial.reason)
+
+
+@dataclass(frozen=True)
+class SelectionContext:
+    """What every stage of one selection pass reads, and the ledger they all write to.
+
+    The assembler builds one per pass; a stage that must judge freshness at
+    another time (a continued epoch's prefix, ``epoch_staleness="note"``) gets
+    a copy with that boundary (:meth:`at`).
+    """
+
+    policy: ContextPolicy
+    boundary: GenerationBoundary
+    candidates: CandidateSet
+    participant: ParticipantRecord
+    viewer: Viewer
+    short: ShortIds
+    counter: TokenCounter
+    ledger: Ledger
+
+    @property
+    def now(self) -> datetime:
+        """The generation's logical time (freshness)."""
+        return self.boundary.now
+
+    def at(self, boundary: GenerationBoundary) -> SelectionContext:
+        """The same pass judged at another boundary (same ledger)."""
+        return SelectionContext(self.policy, boundary, self.candidates, self.participant, self.viewer, self.short,
+                                self.counter, self.ledger)
 
 
 @dataclass(frozen=True)

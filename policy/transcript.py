@@ -11,10 +11,9 @@ the reader's own words.
 from __future__ import annotations
 
 from policy.enums import DecisionOutcome, MessageRole, OmissionReason, RecordClass
-from policy.gates import Viewer, admit
-from policy.policy import ContextPolicy
-from policy.records import CandidateSet, ChatMessage, GenerationBoundary, MessageRecord, ParticipantRecord
-from policy.selection import Item, Ledger, by_seq
+from policy.gates import admit
+from policy.records import CandidateSet, ChatMessage, MessageRecord, ParticipantRecord
+from policy.selection import Item, SelectionContext, by_seq
 
 DIRECTIVE_SEPARATOR = " directive: "
 """``<label> directive: <text>``: a moderator directive, as a labelled user turn."""
@@ -22,14 +21,7 @@ SPEAKER_SEPARATOR = ": "
 """``<label>: <text>``: a labelled speaker (another participant, a named user)."""
 
 
-def transcript_items(
-    policy: ContextPolicy,
-    boundary: GenerationBoundary,
-    candidates: CandidateSet,
-    participant: ParticipantRecord,
-    viewer: Viewer,
-    ledger: Ledger,
-) -> list[Item]:
+def transcript_items(ctx: SelectionContext, candidates: CandidateSet) -> list[Item]:
     """Lineage messages: the window and the opening request verbatim, the rest omitted.
 
     Directives and the current user message are protected; the window is the
@@ -37,16 +29,13 @@ def transcript_items(
     policy says so.
 
     Args:
-        policy: window sizes and what to keep beyond the window.
-        boundary: names the runtime kind, whose window applies.
-        candidates: the graph slice, with its lineage.
-        participant: the reader.
-        viewer: from :func:`policy.admission.resolve_viewer`.
-        ledger: receives every omission, with its reason.
+        ctx: the pass (its boundary names the runtime kind, whose window applies).
+        candidates: the records up to the epoch's boundary, with their lineage.
 
     Returns:
         One item per kept message, carrying the message as the reader sees it.
     """
+    policy, boundary, participant, viewer, ledger = ctx.policy, ctx.boundary, ctx.participant, ctx.viewer, ctx.ledger
     visible: list[MessageRecord] = []
     for message in by_seq(candidates.messages):
         ref = f"message:{message.id}"

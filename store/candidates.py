@@ -194,6 +194,7 @@ async def _pinned_calls(
     account_id: str,
     conversation_id: str,
     arms: Sequence[ColumnElement[bool]],
+    *,
     snapshot_seq: int,
     pinned_sql: str,
     statuses: frozenset[ToolCallStatus],

@@ -59,12 +59,13 @@ async def sweep_unclaimed_batch(sessions: Any, artifacts: ArtifactStore, now: da
         rows = (await session.execute(query)).all()
     actions: Counter[str] = Counter()
     for row in rows:
-        actions[await _sweep_one(sessions, artifacts, now, grace, row.account_id, row.id, row.key)] += 1
+        actions[await _sweep_one(sessions, artifacts, now, grace, account_id=row.account_id, row_id=row.id,
+                                 key=row.key)] += 1
     return RetentionBatch(last_id=rows[-1].id if rows else after_id, scanned=len(rows), done=len(rows) < limit,
                           actions=dict(actions))
 
 
-async def _sweep_one(sessions: Any, artifacts: ArtifactStore, now: datetime, grace: timedelta, account_id: str,
+async def _sweep_one(sessions: Any, artifacts: ArtifactStore, now: datetime, grace: timedelta, *, account_id: str,
                      row_id: str, key: str) -> str:
     async with sessions() as session, session.begin():
         await object_lock(session, key)

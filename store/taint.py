@@ -14,7 +14,7 @@ sources themselves, so no caller can store a looser class:
   produced (a subagent's report, :mod:`activities.promotion`).
 
 The rule itself (which parts of an assembly count) is pure:
-:func:`policy.derive.context_sources` and :func:`policy.derive.context_privacy`.
+:func:`policy.taint.context_sources` and :func:`policy.taint.context_privacy`.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from policy.derive import context_privacy, context_sources
+from policy.taint import context_privacy, context_sources
 from policy.enums import STRICTEST_PRIVACY, PrivacyClass, strictest_privacy
 from policy.records import PolicyDecisionRecord
 from store.errors import NotFoundError, TaintError

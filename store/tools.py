@@ -121,7 +121,7 @@ async def record_tool_call(
     if existing is not None:
         return to_tool_call(existing)
     # Taint: the arguments were written by a model that was shown its context; they are at least as
-    # strict as the strictest record that context showed (store.taint.run_privacy, policy.derive.context_privacy).
+    # strict as the strictest record that context showed (store.taint.run_privacy, policy.taint.context_privacy).
     privacy = at_least(privacy, await run_privacy(session, account_id, model_run_id) if model_run_id else None)
     seq = await allocate_seq(session, account_id, conversation_id)
     status = ToolCallStatus(status)

@@ -2,10 +2,10 @@
 
 A participant's model is named by a spec ``"<provider>:<model>"``
 (``scripted:analyst``, ``openai:gpt-4o-mini``, ``anthropic:claude-sonnet-4-5``,
-``local:qwen2.5-coder-1.5b``). :func:`provider_for` turns a spec into a
-provider and the model name to ask it for, under the default (unconfigured)
-endpoints; the composition root builds a configured
-:class:`activities.providers.factory.ModelProviders` instead.
+``local:qwen2.5-coder-1.5b``). A :data:`ProviderFactory` turns a spec into a
+provider and the model name to ask it for; the one the worker uses is the
+:class:`activities.providers.factory.ModelProviders` that the composition root
+(`dossier.runtime`) configures with the installation's endpoints.
 
 Tool calls in a :class:`ModelResponse` carry canonical tool names
 (``workspace.read_csv``). A provider that offers tools over the OpenAI wire
@@ -214,29 +214,6 @@ def settled_call_ids(run_id: str, ids: Sequence[str | None]) -> list[str]:
     return settled
 
 
-def provider_for(spec: str) -> tuple[ModelProvider, str]:
-    """The provider for a model spec under default, unconfigured endpoints.
-
-    Only ``scripted`` works without configuration; ``openai:`` needs an API key or
-    a base URL and ``local:`` a base URL, which the composition root passes to
-    :class:`activities.providers.factory.ModelProviders`.
-
-    Args:
-        spec: ``"<provider>:<model>"``.
-
-    Returns:
-        ``(provider, model)``.
-
-    Raises:
-        UnknownModelError: a malformed spec, an unknown provider, a script that
-            does not exist, or a provider whose endpoint is not configured.
-    """
-    # Imported here: the providers import this module for the contract.
-    from activities.providers.factory import ModelProviders
-
-    return ModelProviders()(spec)
-
-
 __all__ = [
     "ContextTooLongError",
     "ModelProvider",
@@ -251,6 +228,5 @@ __all__ = [
     "UnknownModelError",
     "derived_call_id",
     "parse_model_spec",
-    "provider_for",
     "settled_call_ids",
 ]

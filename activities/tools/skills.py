@@ -68,7 +68,7 @@ async def _load_skill(context: ToolContext, arguments: dict[str, Any]) -> ToolRe
         if skill.name not in loaded_skills(states, call.participant_id):
             branch = await branches.get_branch(session, account, call.branch_id)
             await put_skill_state(session, account, branch.conversation_id, call.branch_id, call.participant_id,
-                                  skill.name, {"tools": list(skill.tools), "loaded_by": f"tool_call:{call.id}"})
+                                  skill.name, state={"tools": list(skill.tools), "loaded_by": f"tool_call:{call.id}"})
     return ToolResult(payload=skill.instructions.encode(), content_type="text/markdown")
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from activities.deps import GraphDeps
-from policy.derive import decode_payload
+from policy.payloads import decode_payload
 from policy.enums import DecisionOutcome, MessageRole, PrivacyClass
 from policy.legacy import legacy_messages
 from policy.records import (

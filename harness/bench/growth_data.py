@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from policy.derive import MemoryDraft, decode_payload, derive_memory
+from policy.derive import MemoryDraft, derive_memory
+from policy.payloads import decode_payload
 from policy.enums import ToolCallStatus
 from policy.tools import ToolSpec
 
@@ -131,7 +132,8 @@ class ResultCache:
         for i in range(len(self._items), n):
             rng = random.Random(self._seed * 1_000_003 + i)
             tool, args, status, content_type, payload = _payload(i, rng)
-            draft = derive_memory(TOOLS[tool], PLACEHOLDER_ARTIFACT, args, status, payload, content_type, T0,
+            draft = derive_memory(TOOLS[tool], PLACEHOLDER_ARTIFACT, args, status, payload, content_type=content_type,
+                                  observed_at=T0,
                                   parse_max_bytes=8 * 1024 * 1024)
             self._items.append(ToolResult(
                 tool=tool, arguments=args, status=status, content_type=content_type, payload=payload,

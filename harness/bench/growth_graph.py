@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from activities.deps import GraphDeps
-from policy.derive import decode_payload, memory_record
+from policy.derive import memory_record
+from policy.payloads import decode_payload
 from policy.enums import MessageRole, PrivacyClass, RuntimeKind, ToolCallStatus, VisibilityScope
 from policy.records import ToolCallRequest, canonical_json
 from store import bulk
@@ -233,9 +234,9 @@ async def load_history(deps: GraphDeps, config: GrowthConfig, cache: ResultCache
         active = branch_ids[-1]
         for k, assistant in enumerate(assistants[:5]):
             await put_skill_state(session, account_id, c, active, assistant, "reporting",
-                                  {"step": k, "format": "table"})
+                                  state={"step": k, "format": "table"})
         for k in range(min(20, max(1, len(calls_per_turn) // 500))):
-            await put_checkpoint(session, account_id, c, active, assistants[0], "tool_loop", {"iteration": k})
+            await put_checkpoint(session, account_id, c, active, assistants[0], "tool_loop", state={"iteration": k})
     async with deps.sessions() as session, session.begin():
         await bulk.analyze(session, *ANALYZED)
         lineage = await load_lineage(session, account_id, active)

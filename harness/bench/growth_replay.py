@@ -7,7 +7,7 @@ import time
 from sqlalchemy import select
 
 from activities.deps import GraphDeps
-from policy.derive import decode_payload
+from policy.payloads import decode_payload
 from policy.enums import MessageRole, PrivacyClass, ToolCallStatus, VisibilityScope
 from policy.legacy import legacy_messages
 from policy.records import (

@@ -230,7 +230,9 @@ async def _main() -> None:  # pragma: no cover - manual entry point
     (args.out / "orchestration.json").write_text(json.dumps(report.to_json(), indent=2))
     (args.out / "orchestration.md").write_text(report.to_markdown())
     try:
-        report.write_plots(args.out)
+        from harness.bench.orchestration_plots import write_plots
+
+        write_plots(report, args.out)
     except ImportError:
         print("matplotlib not installed: no plots", file=sys.stderr)
     print(report.to_markdown())

@@ -21,7 +21,8 @@ import json
 import re
 from typing import Any
 
-from activities.providers.base import ModelProvider, parse_model_spec, provider_for
+from activities.providers.base import ModelProvider, parse_model_spec
+from activities.providers.factory import ModelProviders
 from activities.providers.scripted import ScriptedProvider
 from activities.providers.scripted.scripts.steps import Call, Reply, Script, Turn, call
 from activities.tools.base import RegisteredTool, ToolContext, ToolResult
@@ -127,6 +128,7 @@ class BenchScriptedProvider(ScriptedProvider):
 
 
 _PROVIDER = BenchScriptedProvider()
+_DEFAULT = ModelProviders()
 
 
 def bench_providers(spec: str) -> tuple[ModelProvider, str]:
@@ -134,7 +136,7 @@ def bench_providers(spec: str) -> tuple[ModelProvider, str]:
     provider, model = parse_model_spec(spec)
     if provider == "scripted" and model == MODEL:
         return _PROVIDER, model
-    return provider_for(spec)
+    return _DEFAULT(spec)
 
 
 __all__ = [

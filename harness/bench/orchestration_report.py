@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 from harness.bench.orchestration_agent import MODEL_CALLS_PER_TURN, TOOL_CALLS_PER_TURN
@@ -166,12 +165,6 @@ class OrchestrationReport:
                 },
             },
         }
-
-    def write_plots(self, directory: Path) -> list[Path]:
-        """PNG plots (needs matplotlib, from the ``bench`` extra); returns the files written."""
-        from harness.bench.orchestration_plots import write_plots
-
-        return write_plots(self, directory)
 
     def to_markdown(self) -> str:
         """Tables: throughput, latency split, ratio, history per call, counterfactual crossings."""

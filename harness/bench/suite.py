@@ -94,9 +94,9 @@ async def _traces(settings: Settings, out: Path, quick: bool, traces: str | None
 
     report = await run_traces(settings, traces or str(DEFAULT_TRACES), 12 if quick else None)
     files = _write(out, "traces", report.to_markdown(), report.to_json())
-    if hasattr(report, "write_plots"):
-        files += list(report.write_plots(out))
-    return files
+    from harness.bench.traces_plots import write_plots
+
+    return files + write_plots(report, out)
 
 
 async def _ablations(settings: Settings, out: Path, quick: bool, traces: str | None) -> list[Path]:
@@ -119,9 +119,11 @@ async def _growth(settings: Settings, out: Path, quick: bool) -> list[Path]:
 async def _orchestration(settings: Settings, out: Path, quick: bool) -> list[Path]:
     from harness.bench.orchestration import run_orchestration
 
+    from harness.bench.orchestration_plots import write_plots
+
     report = await run_orchestration(settings, quick=quick)
     files = _write(out, "orchestration", report.to_markdown(), report.to_json())
-    return files + list(report.write_plots(out))
+    return files + write_plots(report, out)
 
 
 TITLES = {

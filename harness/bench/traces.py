@@ -37,7 +37,7 @@ from dossier.runtime import open_graph
 from dossier.settings import Settings
 from policy.assembler import render_context, select_context
 from policy.compact import compact_text, parse_compact, to_json
-from policy.derive import parse_structured
+from policy.payloads import parse_structured
 from policy.enums import MessageRole, PrivacyClass, RuntimeKind, ToolCallStatus
 from policy.policy import ContextPolicy
 from policy.records import GenerationBoundary, PreviousAssembly, ToolCallRequest

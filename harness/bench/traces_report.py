@@ -6,7 +6,6 @@ import statistics
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from harness.bench.billing import PRICE_MODELS, Bill, summarise_bills
@@ -203,12 +202,6 @@ class TracesReport:
             entry["parameters"] = self.parameters.get(name, {})
             out[name] = entry
         return out
-
-    def write_plots(self, directory: Path) -> list[Path]:
-        """PNG plots into ``directory`` (see :mod:`harness.bench.traces_plots`)."""
-        from harness.bench.traces_plots import write_plots
-
-        return write_plots(self, directory)
 
     def per_call(self) -> list[dict[str, Any]]:
         """Per-call data for plots."""

@@ -125,7 +125,8 @@ def _examples(strategy: st.SearchStrategy, count: int, seed: int) -> list[Any]:
 def fuzz_pure(tally: Tally, scale: int) -> None:
     """The policy's entry points: thousands of cases, no I/O."""
     from policy.compact import CompactParseError, compact_text, parse_compact, to_json
-    from policy.derive import derive_memory, parse_structured
+    from policy.derive import derive_memory
+    from policy.payloads import parse_structured
     from policy.enums import ToolCallStatus
     from policy.lines import error_excerpt, fenced, inert, inert_json
     from policy.tools import ToolSpec
@@ -139,7 +140,7 @@ def fuzz_pure(tally: Tally, scale: int) -> None:
             scale * 3, seed=1)):
         status = statuses[index % 2]
         try:
-            draft = derive_memory(spec, str(uuid.uuid4()), args, status, raw, ctype, NOW)
+            draft = derive_memory(spec, str(uuid.uuid4()), args, status, raw, content_type=ctype, observed_at=NOW)
             summary = getattr(draft, "summary", "")
             if not isinstance(summary, str):
                 raise AssertionError(f"summary is {type(summary).__name__}")

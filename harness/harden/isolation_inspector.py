@@ -20,7 +20,7 @@ from typing import Any
 
 import httpx
 
-from harness.harden.isolation import AccountIds, Prober, _ids_of
+from harness.harden.probe import AccountIds, Prober, _ids_of
 from harness.harden.stack import Stack
 
 

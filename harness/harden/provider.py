@@ -37,7 +37,7 @@ from sqlalchemy import text
 
 from activities.providers.base import ModelRequest, ModelResponse, ProviderUsage
 from harness.harden.corpus import BENIGN, Payload
-from harness.harden.injection import account_state, extra_lines, forged_ids
+from harness.harden.structure import account_state, extra_lines, forged_ids
 from harness.harden.report import Figures
 from harness.harden.stack import Stack
 from policy.enums import MessageRole

@@ -14,8 +14,8 @@ copy everything it was shown into everything it writes (the worst case a
 sound rule must cover): a tool call's arguments, the error that quotes them, a
 generated file's name, a subagent's report and a checkpoint's state all carry
 every marker of the context the model was assembled. Derived records get
-their class from the runtime's own rules (:func:`policy.derive.context_sources`
-and :func:`policy.derive.context_privacy` for what a model run was shown, the
+their class from the runtime's own rules (:func:`policy.taint.context_sources`
+and :func:`policy.taint.context_privacy` for what a model run was shown, the
 store's joins through :func:`policy.enums.strictest_privacy`, the catalog's
 fail-closed default for an unknown tool, :func:`policy.derive.memory_record`).
 
@@ -48,7 +48,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from policy.assembler import assemble
-from policy.derive import context_privacy, context_sources, derive_memory, memory_record
+from policy.derive import derive_memory, memory_record
+from policy.taint import context_privacy, context_sources
 from policy.enums import (
     PRIVACY_RANK,
     FreshnessClass,
@@ -257,7 +258,8 @@ class World:
         )
         self.artifacts.append(artifact)
         self.raw[artifact.id] = raw
-        draft = derive_memory(spec, artifact.id, arguments, call.status, raw, content_type, artifact.captured_at)
+        draft = derive_memory(spec, artifact.id, arguments, call.status, raw, content_type=content_type,
+                              observed_at=artifact.captured_at)
         memory = memory_record(draft, artifact, memory_id=f"me{m}")
         self.store_memory(memory.model_copy(update={"seq": self.next_seq()}))
 

@@ -40,7 +40,7 @@ from harness.scenarios.model import (
     SetSkill,
 )
 from policy.assembler import short_ids_for
-from policy.derive import decode_payload
+from policy.payloads import decode_payload
 from policy.enums import MessageRole, ToolCallStatus
 from policy.legacy import legacy_messages
 from policy.records import (
@@ -259,7 +259,7 @@ class _Replay:
         async with self.deps.sessions() as session, session.begin():
             await skills.put_skill_state(
                 session, self.account_id, self.conversation_id, self.branches[step.branch],
-                self.participants[step.participant], step.skill, step.state, active=step.active,
+                self.participants[step.participant], step.skill, state=step.state, active=step.active,
             )
 
     async def _checkpoint(self, step: Checkpoint) -> None:
@@ -267,7 +267,7 @@ class _Replay:
         async with self.deps.sessions() as session, session.begin():
             await checkpoints.put_checkpoint(
                 session, self.account_id, self.conversation_id, self.branches[step.branch],
-                self.participants[step.participant], step.checkpoint_kind, step.state, references=references,
+                self.participants[step.participant], step.checkpoint_kind, state=step.state, references=references,
             )
 
     async def _lose_artifact(self, step: LoseArtifact) -> None:

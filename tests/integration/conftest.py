@@ -22,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
+from activities.providers.factory import ModelProviders
 from activities.deps import GraphDeps
 from activities.tokens import token_counter
 from dossier.client import DossierClient
@@ -163,7 +164,7 @@ async def dossier(temporal_env: WorkflowEnvironment, graph_deps: GraphDeps) -> A
     async with graph_deps.sessions() as session, session.begin():
         account_id = await conversations.create_account(session, name="integration test")
     worker = build_worker(temporal_env.client, graph_deps, task_queue=task_queue,
-                          workflow_failure_exception_types=[Exception])
+                          workflow_failure_exception_types=[Exception], providers=ModelProviders())
     client = DossierClient(deps=graph_deps, temporal=temporal_env.client,
                            settings=Settings(_env_file=None, temporal_task_queue=task_queue), account_id=account_id,
                            poll_seconds=0.2)

@@ -18,6 +18,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from temporalio.testing import ActivityEnvironment, WorkflowEnvironment
 
+from activities.providers.factory import ModelProviders
 from activities.ingest import begin_tool_call
 from activities.tokens import token_counter
 from activities.tools.registry import default_registry
@@ -65,7 +66,7 @@ async def test_an_agents_participant_and_its_tool_module(
     async with deps.sessions() as session, session.begin():
         account_id = await conversations.create_account(session, name="agents test")
     worker = build_worker(temporal_env.client, deps, task_queue=task_queue, tools=tools,
-                          workflow_failure_exception_types=[Exception])
+                          workflow_failure_exception_types=[Exception], providers=ModelProviders())
     client = DossierClient(deps=deps, temporal=temporal_env.client, settings=settings, account_id=account_id,
                            poll_seconds=0.2, agents=agents)
     async with worker:
@@ -125,7 +126,8 @@ async def test_execute_tool_refuses_a_tool_outside_the_allow_list_without_runnin
         calls.append(await begin_tool_call(
             deps, account_id, conversation.id, conversation.root_branch_id, participant.id, call_id=f"call_{key}",
             name=name, arguments={}, runtime_kind=RuntimeKind.CHAT, at=datetime.now(UTC)))
-    activities = TurnActivities(deps=deps, tools=default_registry(), workspace=SAMPLE_WORKSPACE)
+    activities = TurnActivities(deps=deps, tools=default_registry(), workspace=SAMPLE_WORKSPACE,
+                                providers=ModelProviders())
     refused, allowed = [await ActivityEnvironment().run(activities.execute_tool,
                                                         ToolCallInput(account_id=account_id, tool_call_id=call.id))
                         for call in calls]

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
+from activities.providers.factory import ModelProviders
 from activities.context import assemble_context
 from dossier import audit
 from dossier.client import DossierClient, InvalidInputError, UnknownIdError
@@ -417,7 +418,7 @@ async def test_a_real_tool_loop_turn_is_explained_with_model_runs_in_the_chain(t
     client = DossierClient(deps=graph_deps, temporal=temporal_env.client,
                            settings=Settings(temporal_task_queue=task_queue), account_id=account_id, poll_seconds=0.2)
     async with build_worker(temporal_env.client, graph_deps, task_queue=task_queue,
-                            workflow_failure_exception_types=[Exception]):
+                            workflow_failure_exception_types=[Exception], providers=ModelProviders()):
         outcome = await client.chat("Which region drove Q3 2026 revenue? Write me a short report.")
     runs = outcome.result.model_run_ids
     assert outcome.result.status == "answered" and len(runs) >= 4

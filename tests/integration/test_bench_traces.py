@@ -6,6 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
+from harness.bench.traces_plots import write_plots
 from harness.bench.traces import run_traces_with
 from harness.commands.bench_traces import register_traces
 from store.assemblies import get_context_assembly
@@ -31,7 +32,7 @@ async def test_bench_traces_report(graph_deps, tmp_path) -> None:
     assert data["full_replay"]["user_refs"] == 3
     assert "| dossier |" in report.to_markdown()
     assert len(report.per_call()) == 9
-    assert all(path.exists() for path in report.write_plots(tmp_path))
+    assert all(path.exists() for path in write_plots(report, tmp_path))
 
 
 async def test_call_k_arguments_never_reach_call_k(graph_deps) -> None:

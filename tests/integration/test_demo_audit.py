@@ -15,6 +15,7 @@ import uuid
 
 from temporalio.testing import WorkflowEnvironment
 
+from activities.providers.factory import ModelProviders
 from activities.deps import GraphDeps
 from dossier.client import DossierClient
 from dossier.commands.demo_audit import TELLING, audit_trail, conversation_search
@@ -37,7 +38,7 @@ async def test_the_demo_ends_with_the_sessions_audit_trail(temporal_env: Workflo
     client = DossierClient(deps=graph_deps, temporal=temporal_env.client, settings=settings, account_id=account_id,
                            ui_base=UI, poll_seconds=0.2)
     async with build_worker(temporal_env.client, graph_deps, task_queue=task_queue,
-                            workflow_failure_exception_types=[Exception]):
+                            workflow_failure_exception_types=[Exception], providers=ModelProviders()):
         conversation, root = await client.new_conversation("demo audit")
         chat = await client.chat("Which region drove Q3 2026 revenue? Write me a short report.",
                                  conversation_id=conversation, branch_id=root, model="scripted:analyst")

@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import text
 
 import policy.lines
-from harness.harden import bad_input, injection, isolation
+from harness.harden import bad_input, injection, isolation, structure
 from harness.harden.corpus import BENIGN, payloads
 from harness.harden.mcp import MCP_FIELDS, hostile_mcp
 from harness.harden.report import Figures
@@ -68,11 +68,11 @@ def _mcp_forged(case: injection.Case) -> dict[str, list[str]]:
         for message in chat:
             if message.role is MessageRole.TOOL:
                 continue
-            for line in injection.unfenced_lines(message.content or ""):
+            for line in structure.unfenced_lines(message.content or ""):
                 for tool in MCP_FIELDS.values():
                     if f"mcp.hostile.{tool}(" in line:
                         line_chat = [ChatMessage(role=MessageRole.SYSTEM, content=line)]
-                        found.setdefault(tool, []).extend(injection.forged_ids(line_chat, case.real_ids[name]))
+                        found.setdefault(tool, []).extend(structure.forged_ids(line_chat, case.real_ids[name]))
     return found
 
 

@@ -18,6 +18,7 @@ import httpx
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
+from activities.providers.factory import ModelProviders
 from activities.deps import GraphDeps
 from activities.ingest import ToolOutcome, begin_tool_call, ingest_tool_result
 from dossier.client import DossierClient
@@ -60,7 +61,7 @@ async def _account(temporal_env: WorkflowEnvironment, deps: GraphDeps, name: str
     client = DossierClient(deps=deps, temporal=temporal_env.client, settings=Settings(temporal_task_queue=task_queue),
                            account_id=account_id, poll_seconds=0.2)
     async with build_worker(temporal_env.client, deps, task_queue=task_queue,
-                            workflow_failure_exception_types=[Exception]):
+                            workflow_failure_exception_types=[Exception], providers=ModelProviders()):
         outcome = await client.chat("Which region drove Q3 2026 revenue? Write me a short report.")
     assert outcome.result and outcome.result.status == "answered"
     # A tool result and a user message full of hostile text, captured through the live ingest path.
@@ -394,7 +395,7 @@ async def test_run_summaries_link_to_the_service_on_the_port_it_took(temporal_en
         base = client.settings.inspector_url
         assert base is not None and base.startswith("http://127.0.0.1:") and base != f"http://127.0.0.1:{preferred}"
         async with build_worker(temporal_env.client, graph_deps, task_queue=settings.temporal_task_queue,
-                                workflow_failure_exception_types=[Exception]):
+                                workflow_failure_exception_types=[Exception], providers=ModelProviders()):
             outcome = await client.chat("Which region drove Q3 2026 revenue?")
         described = await temporal_env.client.get_workflow_handle(outcome.workflow_id).describe()
         assert await described.static_summary() == f"agent turn · chat · {base}/conversations/{outcome.conversation_id}"
@@ -415,7 +416,8 @@ async def test_the_isolation_prober_covers_every_page_and_counts_one_that_reads_
     from sqlalchemy import text
 
     from dossier.inspector import reads
-    from harness.harden.isolation import Prober, collect_ids
+    from harness.harden.isolation import collect_ids
+    from harness.harden.probe import Prober
     from harness.harden.isolation_inspector import inspector_paths
     from harness.harden.report import Figures
     from harness.harden.stack import Stack

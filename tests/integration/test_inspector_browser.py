@@ -24,6 +24,7 @@ import uvicorn
 from playwright.async_api import Page, async_playwright, expect
 from temporalio.testing import WorkflowEnvironment
 
+from activities.providers.factory import ModelProviders
 from activities.deps import GraphDeps
 from dossier.client import DossierClient
 from dossier.inspector.app import create_app
@@ -50,7 +51,7 @@ async def turn(temporal_env: WorkflowEnvironment, graph_deps: GraphDeps) -> dict
                            settings=Settings(temporal_task_queue=task_queue), account_id=account_id,
                            poll_seconds=0.2)
     async with build_worker(temporal_env.client, graph_deps, task_queue=task_queue,
-                            workflow_failure_exception_types=[Exception]):
+                            workflow_failure_exception_types=[Exception], providers=ModelProviders()):
         first = await client.chat(QUESTION)
         assert first.result and first.result.status == "answered"
         branch = await client.fork(first.conversation_id, first.result.message_id, name="follow-up")

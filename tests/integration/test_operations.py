@@ -30,6 +30,7 @@ from temporalio.client import Client, ScheduleActionStartWorkflow, WorkflowFailu
 from temporalio.converter import PayloadConverter
 from temporalio.testing import ActivityEnvironment, WorkflowEnvironment
 
+from activities.providers.factory import ModelProviders
 from activities.deps import GraphDeps
 from activities.metrics import RuntimeMetrics
 from activities.tools.registry import default_registry
@@ -102,7 +103,8 @@ async def run(temporal_env: WorkflowEnvironment, graph_deps: GraphDeps) -> Async
     deps = replace(graph_deps, metrics=RuntimeMetrics())  # a registry of this module's own
     # The client carries the tracing interceptor, as dossier.runtime.temporal_client builds it.
     temporal = Client(**{**temporal_env.client.config(), "interceptors": [tracing_interceptor()]})
-    worker = build_worker(temporal, deps, task_queue=task_queue, workflow_failure_exception_types=[Exception])
+    worker = build_worker(temporal, deps, task_queue=task_queue, workflow_failure_exception_types=[Exception],
+                          providers=ModelProviders())
     port = free_ports(1)[0]
     server = serve_metrics(port, deps.metrics.registry, addr="127.0.0.1")
     assert server is not None
@@ -298,7 +300,8 @@ async def test_a_retried_assembly_is_counted_once(run: Run) -> None:
     counts nothing again: the assembly figures are per stored assembly, not per attempt."""
     [first] = [a for a in await _assemblies(run) if a.model_run_id == run.chat.model_run_ids[0]]
     deps = replace(run.client.deps, metrics=RuntimeMetrics())
-    activities = TurnActivities(deps=deps, tools=default_registry(), workspace=SAMPLE_WORKSPACE)
+    activities = TurnActivities(deps=deps, tools=default_registry(), workspace=SAMPLE_WORKSPACE,
+                                providers=ModelProviders())
     retry = ActivityEnvironment()
     retry.info = replace(retry.info, attempt=2)
     again = await retry.run(activities.assemble_context, AssembleInput(

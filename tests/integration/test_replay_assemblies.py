@@ -61,7 +61,7 @@ async def _move_on(deps: GraphDeps, account_id: str, conversation_id: str, branc
         now = await load_candidates(session, account_id, conversation_id, branch_id, deps.limits)
         for state in now.skill_states:
             await skills.put_skill_state(session, account_id, conversation_id, state.branch_id, state.participant_id,
-                                         state.skill, {**state.state, "rewritten": "after the snapshot"},
+                                         state.skill, state={**state.state, "rewritten": "after the snapshot"},
                                          active=not state.active, visibility=state.visibility)
         for memory in now.tool_memories:
             flipped = (ResolutionStatus.MISSING_SOURCE if memory.resolution is ResolutionStatus.RESOLVED
@@ -248,7 +248,7 @@ async def test_a_multi_step_turn_recomputes_identically_after_more_turns(dossier
     async with dossier.deps.sessions() as session, session.begin():
         await user_memories.put_user_memory(session, account, "The user reports in euros.")
         await skills.put_skill_state(session, account, conversation_id, branch_id, participant, "report",
-                                     {"step": "gather"})
+                                     state={"step": "gather"})
 
     first = await dossier.chat(QUESTION, conversation_id=conversation_id)
     assert first.result.status == "answered" and len(first.result.model_run_ids) >= 4
@@ -260,7 +260,7 @@ async def test_a_multi_step_turn_recomputes_identically_after_more_turns(dossier
     async with dossier.deps.sessions() as session, session.begin():
         await user_memories.put_user_memory(session, account, LATE_USER_MEMORY)
         await skills.put_skill_state(session, account, conversation_id, branch_id, participant, "report",
-                                     {"step": "write"})
+                                     state={"step": "write"})
     await _call_again(dossier.deps, account, first.result.tool_call_ids[1], "rerun-1")
     second = await dossier.chat(QUESTION, conversation_id=conversation_id)
     await _call_again(dossier.deps, account, first.result.tool_call_ids[1], "rerun-2")

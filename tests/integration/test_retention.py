@@ -20,6 +20,7 @@ import pytest
 from sqlalchemy import event, select, update
 from temporalio.testing import WorkflowEnvironment
 
+from activities.providers.factory import ModelProviders
 from activities.context import assemble_context
 from activities.replay import recompute_assembly
 from activities.deps import GraphDeps
@@ -132,7 +133,7 @@ async def worker(temporal_env: WorkflowEnvironment, graph_deps: GraphDeps) -> As
     deps = replace(graph_deps, catalog=CATALOG)
     task_queue = f"retention-{uuid.uuid4().hex[:8]}"
     async with build_worker(temporal_env.client, deps, task_queue=task_queue,
-                            workflow_failure_exception_types=[Exception]):
+                            workflow_failure_exception_types=[Exception], providers=ModelProviders()):
         yield deps, task_queue
 
 

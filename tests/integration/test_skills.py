@@ -290,7 +290,7 @@ async def test_the_loaded_skill_survives_continue_as_new_and_parent_resume(
     # The parent resumes from a subagent-batch checkpoint: ids only, the skill comes from the graph.
     async with dossier.deps.sessions() as session, session.begin():
         checkpoint = await checkpoints.put_checkpoint(session, dossier.account_id, conversation_id, branch_id,
-                                                      participant, "subagent_batch", {"next_step": "report"})
+                                                      participant, "subagent_batch", state={"next_step": "report"})
     server.reply(
         Reply(openai_completion(tool_calls=(("c3", "table__aggregate", AGGREGATE),))),
         Reply(openai_completion("Still EMEA.")),

@@ -28,6 +28,7 @@ from sqlalchemy import select, text
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment, WorkflowEnvironment
 
+from activities.providers.factory import ModelProviders
 from activities.deps import GraphDeps
 from activities.ingest import begin_tool_call
 from activities.tools.base import ToolContext, ToolError
@@ -66,7 +67,7 @@ def _losing(store: ArtifactStore) -> ArtifactStore:
 async def worker(temporal_env: WorkflowEnvironment, graph_deps: GraphDeps) -> AsyncIterator[str]:
     task_queue = f"objects-{uuid.uuid4().hex[:8]}"
     async with build_worker(temporal_env.client, graph_deps, task_queue=task_queue,
-                            workflow_failure_exception_types=[Exception]):
+                            workflow_failure_exception_types=[Exception], providers=ModelProviders()):
         yield task_queue
 
 
@@ -107,10 +108,11 @@ async def _fail_for_good(deps: GraphDeps, account_id: str, tool_call_id: str) ->
     """The last attempt puts the bytes and loses the answer; then its error is captured, as the workflow does."""
     request = ToolCallInput(account_id=account_id, tool_call_id=tool_call_id)
     losing = TurnActivities(deps=replace(deps, artifacts=_losing(deps.artifacts)), tools=default_registry(),
-                            workspace=SAMPLE_WORKSPACE)
+                            workspace=SAMPLE_WORKSPACE, providers=ModelProviders())
     with pytest.raises(ApplicationError, match="could not store q3-report.md"):
         await ActivityEnvironment().run(losing.execute_tool, request)
-    activities = TurnActivities(deps=deps, tools=default_registry(), workspace=SAMPLE_WORKSPACE)
+    activities = TurnActivities(deps=deps, tools=default_registry(), workspace=SAMPLE_WORKSPACE,
+                                providers=ModelProviders())
     failed = await ActivityEnvironment().run(activities.finalize_tool_failure, request)
     assert failed.status == "failed"
 
@@ -142,7 +144,8 @@ def _file_key(account_id: str, content: str = REPORT) -> str:
 
 
 async def _succeed(deps: GraphDeps, account_id: str, tool_call_id: str) -> dict:
-    activities = TurnActivities(deps=deps, tools=default_registry(), workspace=SAMPLE_WORKSPACE)
+    activities = TurnActivities(deps=deps, tools=default_registry(), workspace=SAMPLE_WORKSPACE,
+                                providers=ModelProviders())
     step = await ActivityEnvironment().run(activities.execute_tool,
                                            ToolCallInput(account_id=account_id, tool_call_id=tool_call_id))
     assert step.status == "succeeded"
@@ -178,7 +181,7 @@ async def test_a_retried_write_claims_its_one_record_and_the_sweep_keeps_it(
     account_id, tool_call_id = await _write_call(graph_deps)
     request = ToolCallInput(account_id=account_id, tool_call_id=tool_call_id)
     losing = TurnActivities(deps=replace(graph_deps, artifacts=_losing(graph_deps.artifacts)),
-                            tools=default_registry(), workspace=SAMPLE_WORKSPACE)
+                            tools=default_registry(), workspace=SAMPLE_WORKSPACE, providers=ModelProviders())
     with pytest.raises(ApplicationError):
         await ActivityEnvironment().run(losing.execute_tool, request)
     handle = await _succeed(graph_deps, account_id, tool_call_id)  # the next attempt: same bytes, same key

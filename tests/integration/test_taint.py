@@ -319,15 +319,15 @@ async def test_checkpoints_skills_and_user_memories_take_their_sources_class(wor
     async with world.deps.sessions() as session, session.begin():
         checkpoint = await checkpoints.put_checkpoint(
             session, world.account_id, world.conversation_id, world.branch_id, world.assistant_id, "tool_loop",
-            {"next_step": "write"}, references=(mail.memory.id, run_id),
+            state={"next_step": "write"}, references=(mail.memory.id, run_id),
         )
         unknown = await checkpoints.put_checkpoint(
             session, world.account_id, world.conversation_id, world.branch_id, world.assistant_id,
-            "parent_resume", {}, references=("not-a-record",),
+            "parent_resume", state={}, references=("not-a-record",),
         )
         skill = await skills.put_skill_state(
             session, world.account_id, world.conversation_id, world.branch_id, world.assistant_id, "inbox",
-            {"last": "mail"}, derived_from=(mail.artifact.id,), visibility=VisibilityScope.PARTICIPANT_PRIVATE,
+            state={"last": "mail"}, derived_from=(mail.artifact.id,), visibility=VisibilityScope.PARTICIPANT_PRIVATE,
         )
         fact = await user_memories.put_user_memory(session, world.account_id, "writes to the boss weekly",
                                                    derived_from=(mail.memory.id,))
@@ -490,9 +490,9 @@ async def test_generated_graphs_keep_taint_through_the_store(graph_deps: GraphDe
     async with deps.sessions() as session, session.begin():
         texts = " ".join([(await tool_memories.get_tool_memory(session, account, m)).summary for m in picks])
         await checkpoints.put_checkpoint(session, account, conversation.id, conversation.root_branch_id,
-                                         people[0].id, "tool_loop", {"notes": texts}, references=picks)
+                                         people[0].id, "tool_loop", state={"notes": texts}, references=picks)
         await skills.put_skill_state(session, account, conversation.id, conversation.root_branch_id, people[0].id,
-                                     "digest", {"notes": texts}, derived_from=picks)
+                                     "digest", state={"notes": texts}, derived_from=picks)
         await user_memories.put_user_memory(session, account, f"likes {texts}", derived_from=picks)
 
     for participant in everyone:

@@ -152,7 +152,8 @@ class _Branch:
             sha256=hashlib.sha256(payload).hexdigest(), result_bytes=len(payload), arguments_bytes=2,
             storage="inline", captured_at=NOW,
         )
-        draft = derive_memory(spec, artifact.id, arguments, ToolCallStatus.SUCCEEDED, payload, content_type, NOW)
+        draft = derive_memory(spec, artifact.id, arguments, ToolCallStatus.SUCCEEDED, payload,
+                              content_type=content_type, observed_at=NOW)
         self.calls.append(call)
         self.artifacts.append(artifact)
         memory = memory_record(draft, artifact, memory_id=f"{number:08d}-1111-4000-8000-000000000000")

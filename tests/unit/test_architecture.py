@@ -293,3 +293,126 @@ ALLOWED = [
 @pytest.mark.parametrize(("package", "module", "source"), ALLOWED, ids=[s[2] for s in ALLOWED])
 def test_the_checker_allows_what_the_table_allows(package: str, module: str, source: str) -> None:
     assert violations(package, source, module, is_package=module == "activities.providers.scripted") == []
+
+
+# --------------------------------------------------------------------------- no cycle inside a layer
+
+
+def module_imports(tree: ast.AST, module: str, is_package: bool, known: set[str]) -> set[str]:
+    """The project modules in ``known`` that ``module`` imports, ``TYPE_CHECKING`` and function-level ones included.
+
+    ``from pkg import sub`` of a submodule is an edge to ``pkg.sub`` only: importing any ``pkg.x`` runs
+    ``pkg/__init__`` first anyway, so the package is no extra edge unless a name comes from it.
+    """
+    found: set[str] = set()
+    package = module if is_package else module.rpartition(".")[0]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = package.split(".")[: len(package.split(".")) - (node.level - 1)] if node.level else []
+            source = ".".join(filter(None, [*base, node.module or ""]))
+            subs = {f"{source}.{alias.name}" for alias in node.names}
+            found |= subs & known
+            if subs - known:
+                found.add(source)
+        elif (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)
+              and isinstance(node.func, (ast.Attribute, ast.Name))
+              and getattr(node.func, "attr", getattr(node.func, "id", "")) == "import_module"):
+            found.add(str(node.args[0].value))
+    return (found & known) - {module}
+
+
+def import_cycles(sources: dict[str, tuple[str, bool]]) -> list[list[str]]:
+    """Cycles among modules (name -> (source, is_package)): each strongly connected set of two or more."""
+    known = set(sources)
+    edges = {name: sorted(module_imports(ast.parse(src), name, pkg, known)) for name, (src, pkg) in sources.items()}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles: list[list[str]] = []
+
+    def visit(node: str) -> None:  # Tarjan's strongly connected components
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for nxt in edges[node]:
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for node in sorted(edges):
+        if node not in index:
+            visit(node)
+    return cycles
+
+
+def _sources(package: str) -> dict[str, tuple[str, bool]]:
+    return {_module_name(path): (path.read_text(encoding="utf-8"), path.name == "__init__.py")
+            for path in _modules(package)}
+
+
+@pytest.mark.parametrize("package", sorted(LAYERS))
+def test_no_layer_imports_itself_in_a_cycle(package: str) -> None:
+    """A cycle inside a layer means two modules own one idea; type-only imports close cycles too."""
+    assert import_cycles(_sources(package)) == []
+
+
+def test_the_cycle_check_sees_a_type_only_import() -> None:
+    # The cycle policy once had: native plans the appended part, selection typed it under TYPE_CHECKING.
+    sources = {
+        "policy.native": ("from policy.selection import Item\n", False),
+        "policy.selection": ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                             "    from policy.native import EventsPlan\n", False),
+        "policy.plans": ("", False),
+    }
+    assert import_cycles(sources) == [["policy.native", "policy.selection"]]
+    sources["policy.selection"] = ("from policy.plans import EventsPlan\n", False)
+    assert import_cycles(sources) == []
+
+
+def test_a_submodule_imported_from_its_package_is_no_edge_to_the_package() -> None:
+    sources = {"pkg": ("from pkg.stack import up\n", True), "pkg.stack": ("from pkg import errors\n", False),
+               "pkg.errors": ("", False)}
+    assert import_cycles(sources) == []
+    sources["pkg.stack"] = ("from pkg import errors, up_all\n", False)  # a name from the package: an edge
+    assert import_cycles(sources) == [["pkg", "pkg.stack"]]
+
+
+# --------------------------------------------------------------------------- small signatures
+
+MAX_POSITIONAL = 6
+"""Past this many positional parameters a call site is a row of bare values: pass a record or keywords."""
+
+
+def long_signatures(source: str) -> list[str]:
+    """``name(count)`` of each function in ``source`` taking more than :data:`MAX_POSITIONAL` positional arguments."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            positional = [a.arg for a in (*node.args.posonlyargs, *node.args.args) if a.arg not in ("self", "cls")]
+            if len(positional) > MAX_POSITIONAL:
+                found.append(f"line {node.lineno}: {node.name}({len(positional)})")
+    return found
+
+
+@pytest.mark.parametrize("package", RUNTIME)
+def test_no_runtime_function_takes_more_than_six_positional_arguments(package: str) -> None:
+    problems = [f"{path.relative_to(REPO)} {found}" for path in _modules(package)
+                for found in long_signatures(path.read_text(encoding="utf-8"))]
+    assert not problems, "\n".join(problems)
+
+
+def test_the_signature_check_counts_positional_parameters_only() -> None:
+    assert long_signatures("def f(a, b, c, d, e, f, g): ...") == ["line 1: f(7)"]
+    assert long_signatures("def f(self, a, b, c, d, e, f): ...\ndef g(a, b, *, c, d, e, f, g): ...") == []

@@ -224,7 +224,7 @@ def read_whole(tool: str, args: dict[str, str], raw: str) -> str:
     """
     spec = _specs().get(tool) or ToolSpec(name=tool)
     draft = derive_memory(spec, "first-read", dict(args), ToolCallStatus.SUCCEEDED, raw.encode(),
-                          "application/octet-stream", datetime(2000, 1, 1, tzinfo=UTC))
+                          content_type="application/octet-stream", observed_at=datetime(2000, 1, 1, tzinfo=UTC))
     return draft.summary.split(RESULT_SEPARATOR, 1)[1] if RESULT_SEPARATOR in draft.summary else draft.summary
 
 

@@ -57,14 +57,14 @@ async def test_save_and_load_round_trip(world: World) -> None:
         )
         timings = AssemblyTimings(graph_query_ms=3.5, policy_ms=1.25, serialise_ms=0.5)
         assembly_id, created = await graph.save_context_assembly(
-            s, world.account_id, boundary, _record(7), list(DECISIONS), messages, timings
+            s, world.account_id, boundary, _record(7), list(DECISIONS), messages, timings=timings
         )
         again, created_again = await graph.save_context_assembly(
-            s, world.account_id, boundary, _record(8), [], [], timings, assembly_id=assembly_id
+            s, world.account_id, boundary, _record(8), [], [], timings=timings, assembly_id=assembly_id
         )
         with pytest.raises(IntegrityViolation):
             await graph.save_context_assembly(
-                s, "someone-else", boundary, _record(7), [], [], timings
+                s, "someone-else", boundary, _record(7), [], [], timings=timings
             )
     async with world.sessions() as s:
         stored = await graph.get_context_assembly(s, world.account_id, assembly_id, with_messages=True)

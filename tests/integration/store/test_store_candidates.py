@@ -76,16 +76,16 @@ async def test_lineage_scope_and_sharing(world: World) -> None:
     b_conv_memory = await _memory(world, "b-conv-mem", b, visibility=VisibilityScope.CONVERSATION)
     async with world.sessions() as s, s.begin():
         skill = await graph.put_skill_state(
-            s, world.account_id, world.conversation_id, a, world.assistant_id, "plan", {"step": 1}
+            s, world.account_id, world.conversation_id, a, world.assistant_id, "plan", state={"step": 1}
         )
         b_skill = await graph.put_skill_state(
-            s, world.account_id, world.conversation_id, b, world.assistant_id, "plan", {"step": 9}
+            s, world.account_id, world.conversation_id, b, world.assistant_id, "plan", state={"step": 9}
         )
         checkpoint = await graph.put_checkpoint(
-            s, world.account_id, world.conversation_id, a, world.assistant_id, "tool_loop", {"done": 1}
+            s, world.account_id, world.conversation_id, a, world.assistant_id, "tool_loop", state={"done": 1}
         )
         await graph.put_checkpoint(
-            s, world.account_id, world.conversation_id, b, world.assistant_id, "tool_loop", {"done": 7}
+            s, world.account_id, world.conversation_id, b, world.assistant_id, "tool_loop", state={"done": 7}
         )
         user_memory = await graph.put_user_memory(s, world.account_id, "prefers short answers")
 

@@ -99,7 +99,7 @@ async def test_a_memory_record_takes_its_graph_fields_from_the_artifact(world: W
         ))
         draft = derive_memory(
             ToolSpec(name="read_sheet"), artifact.id, {"sheet": "Q3"}, ToolCallStatus.SUCCEEDED,
-            payload, "text/csv", NOW,
+            payload, content_type="text/csv", observed_at=NOW,
         )
         record = memory_record(draft, artifact, memory_id=f"dm-{world.account_id}")
         stored = await graph.insert_tool_memory(s, world.account_id, world.conversation_id, record)
@@ -122,25 +122,26 @@ async def test_user_memories_skill_states_and_checkpoints(world: World) -> None:
 
         first = await graph.put_skill_state(
             s, world.account_id, world.conversation_id, world.root_branch_id, world.assistant_id,
-            "budgeting", {"step": 1},
+            "budgeting", state={"step": 1},
         )
         second = await graph.put_skill_state(
             s, world.account_id, world.conversation_id, world.root_branch_id, world.assistant_id,
-            "budgeting", {"step": 2}, active=False,
+            "budgeting", state={"step": 2}, active=False,
         )
         checkpoint = await graph.put_checkpoint(
             s, world.account_id, world.conversation_id, world.root_branch_id, world.assistant_id,
-            "tool_loop", {"done": 2, "next": "summarise"}, references=("m-1",), checkpoint_id=f"k-{world.account_id}",
+            "tool_loop", state={"done": 2, "next": "summarise"}, references=("m-1",),
+            checkpoint_id=f"k-{world.account_id}",
         )
         checkpoint_again = await graph.put_checkpoint(
             s, world.account_id, world.conversation_id, world.root_branch_id, world.assistant_id,
-            "tool_loop", {}, checkpoint_id=checkpoint.id,
+            "tool_loop", state={}, checkpoint_id=checkpoint.id,
         )
         with pytest.raises(IntegrityViolation):
             async with s.begin_nested():
                 await graph.put_checkpoint(
                     s, world.account_id, world.conversation_id, world.root_branch_id, world.assistant_id,
-                    "bogus", {},  # type: ignore[arg-type]
+                    "bogus", state={},  # type: ignore[arg-type]
                 )
     assert same == note and (note.seq, later.seq) == (1, 2)
     assert [m.text for m in listed] == ["prefers EUR", "lives in Lyon"]

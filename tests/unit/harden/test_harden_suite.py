@@ -12,7 +12,7 @@ import policy.lines
 from harness.harden.bad_input import _unclean, cases
 from harness.harden.corpus import BENIGN, FIELDS, payloads, placements
 from harness.harden.fuzz import Tally, fuzz_pure
-from harness.harden.injection import forged_ids, line_class, structure, unfenced_lines
+from harness.harden.structure import forged_ids, line_class, structure, unfenced_lines
 from harness.harden.report import FIGURES, Figures, format_table
 from policy.enums import MessageRole
 from policy.records import ChatMessage

@@ -21,7 +21,8 @@ from dossier.inspector.auth import (
     verify_viewer,
 )
 
-ACCOUNT = str(uuid.uuid4())
+# Fixed, not random: it appears in test ids, which pytest-xdist workers must agree on.
+ACCOUNT = "4b0b4709-115a-40b9-a2ae-d4160ec85b0d"
 
 
 def test_the_secret_is_created_once_and_readable_by_its_owner_only(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from policy.compact import CompactParseError, compact_text, parse_compact, to_json
-from policy.derive import NumberText, parse_structured
+from policy.payloads import NumberText, parse_structured
 
 
 def normalised(value):

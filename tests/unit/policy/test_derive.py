@@ -24,7 +24,8 @@ OK = S.SUCCEEDED
 
 def derive(raw: bytes, *, spec: ToolSpec | None = None, arguments: dict | None = None,
            status: ToolCallStatus = OK, content_type: str = "application/octet-stream"):
-    return derive_memory(spec or ToolSpec(name="tool"), "art-1", arguments or {}, status, raw, content_type, NOW)
+    return derive_memory(spec or ToolSpec(name="tool"), "art-1", arguments or {}, status, raw,
+                         content_type=content_type, observed_at=NOW)
 
 
 # --------------------------------------------------------------------------- CSV
@@ -442,7 +443,8 @@ def test_results_above_the_parse_limit_get_a_metadata_memory():
     memory = derive(raw, content_type="text/plain", spec=ToolSpec(name="logs"))
     assert memory.confidence_source != "size limit"
     from policy.derive import derive_memory
-    big = derive_memory(ToolSpec(name="logs"), "art-1", {}, S.SUCCEEDED, raw, "text/plain", NOW, parse_max_bytes=64)
+    big = derive_memory(ToolSpec(name="logs"), "art-1", {}, S.SUCCEEDED, raw, content_type="text/plain",
+                        observed_at=NOW, parse_max_bytes=64)
     assert big.summary == f"logs() → large text result, {len(raw)} bytes; starts: first line of a huge log"
     assert big.confidence == 0.5 and "parse limit" in big.limitations
     assert big.locators == (Locator(artifact_id="art-1"),)

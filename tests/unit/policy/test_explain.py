@@ -132,7 +132,7 @@ def test_gate_inputs_show_what_the_rule_read(run) -> None:
 def test_trace_lists_every_candidate_once_after_the_rows(run) -> None:
     world, bound, result = _assembled(run)
     viewer = resolve_viewer(DEFAULT_POLICY, bound, world, Ledger(DEFAULT_POLICY.version_tag))
-    rows = trace(result.decisions, _shown(result), result.record.policy_version, world, viewer)
+    rows = trace(result.decisions, _shown(result), result.record.policy_version, candidates=world, viewer=viewer)
     assert len(rows) >= len(result.decisions)
     refs = {row.ref for row in rows}
     every = {f"memory:{m.id}" for m in world.tool_memories} | {f"tool_call:{c.id}" for c in world.tool_calls} | {

@@ -126,8 +126,9 @@ def test_a_fence_is_longer_than_any_backtick_run_in_the_text():
 
 
 def _derived(name: str, raw: bytes, content_type: str, status=ToolCallStatus.SUCCEEDED, arguments=None):
-    draft = derive_memory(ToolSpec(name=name), f"art-{name}", arguments or {"q": "x"}, status, raw, content_type,
-                          NOW)
+    draft = derive_memory(ToolSpec(name=name), f"art-{name}", arguments or {"q": "x"}, status, raw,
+                          content_type=content_type,
+                          observed_at=NOW)
     return draft.title, draft.summary
 
 

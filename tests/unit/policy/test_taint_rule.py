@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from policy.derive import ContextSources, context_privacy, context_sources
+from policy.taint import ContextSources, context_privacy, context_sources
 from policy.enums import PRIVACY_RANK, PrivacyClass, ToolCallStatus, at_least, is_looser, strictest_privacy
 from policy.policy import DEFAULT_POLICY, ContextPolicy, ProviderRoute
 from policy.records import PolicyDecisionRecord, ToolCallRequest

@@ -342,7 +342,8 @@ class World:
         )
         self.artifacts.append(artifact)
         self.payloads[artifact.id] = payload
-        draft = derive_memory(spec, artifact.id, record.arguments, status, payload, content_type, self.now)
+        draft = derive_memory(spec, artifact.id, record.arguments, status, payload, content_type=content_type,
+                              observed_at=self.now)
         memory_id = world_id("memory", number)
         live = [(m.id, m.subject_key, m.payload.get("facts", {})) for m in self.memories if m.superseded_by is None]
         supersedes, conflicts = link_memory(draft.subject_key, draft.payload.get("facts", {}), live)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pydantic
 import pytest
 
+from activities.providers.factory import ModelProviders
 from activities.providers.base import (
     ModelRequest,
     ModelResponse,
@@ -12,7 +13,6 @@ from activities.providers.base import (
     ProviderUsage,
     UnknownModelError,
     parse_model_spec,
-    provider_for,
 )
 from activities.providers.scripted import ScriptedProvider, call_id, offered_tools
 from activities.providers.scripted.scripts import SCRIPTS
@@ -40,8 +40,8 @@ def test_bad_model_specs(spec):
 
 
 @pytest.mark.parametrize("name", SCRIPT_NAMES)
-def test_provider_for_every_script(name):
-    provider, model = provider_for(f"scripted:{name}")
+def test_the_provider_factory_knows_every_script(name):
+    provider, model = ModelProviders()(f"scripted:{name}")
     assert isinstance(provider, ScriptedProvider)
     assert provider.name == "scripted"
     assert model == name
@@ -53,12 +53,12 @@ def test_the_scripts_are_exactly_the_documented_ones():
 
 def test_real_providers_need_their_endpoint_configured():
     with pytest.raises(UnknownModelError, match="the openai provider is not configured"):
-        provider_for("openai:gpt-4.1")
+        ModelProviders()("openai:gpt-4.1")
 
 
 def test_an_unknown_script_fails_at_lookup():
     with pytest.raises(UnknownModelError, match="no scripted model 'poet'"):
-        provider_for("scripted:poet")
+        ModelProviders()("scripted:poet")
     assert issubclass(UnknownModelError, ProviderError)
 
 

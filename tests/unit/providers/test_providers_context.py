@@ -44,7 +44,7 @@ def memory(number: int, summary: str, tool: str = "workspace.read_csv", **fields
 
 def derived(number: int, tool: str, arguments: dict, raw: bytes, content_type: str, **spec) -> ToolMemoryRecord:
     draft = derive_memory(ToolSpec(name=tool, **spec), IDS[number + 20], arguments, ToolCallStatus.SUCCEEDED, raw,
-                          content_type, NOW)
+                          content_type=content_type, observed_at=NOW)
     return memory(number, draft.summary, tool, title=draft.title)
 
 
@@ -99,7 +99,7 @@ def test_a_native_result_is_read_through_the_deriver_and_its_bytes_stay_one_item
     assert first.tool == "workspace.read_json" and first.raw == raw
     assert first.cite == f"[t:{IDS[5][:8]}]" and first.args == {"path": "a.csv"}
     expected = derive_memory(ToolSpec(name="workspace.read_json"), "x", {"path": "a.csv"}, ToolCallStatus.SUCCEEDED,
-                             raw.encode(), "application/json", NOW).summary.split(" → ", 1)[1]
+                             raw.encode(), content_type="application/json", observed_at=NOW).summary.split(" → ", 1)[1]
     assert first.result == expected
     assert listing.tool == "workspace.list_files" and listing.result == "items: 1 [path] — a.csv"
     assert all("fake" not in m.ref for m in view.memories)
@@ -177,9 +177,9 @@ def test_long_argument_values_match_through_the_same_clipping():
 
 def test_failure_and_unparsed_memories():
     failure = derive_memory(ToolSpec(name="workspace.read_csv"), IDS[26], {"path": "x.csv"}, ToolCallStatus.FAILED,
-                            b"Traceback...\nToolArgumentError: no file 'x.csv'", "text/plain", NOW)
+                            b"Traceback...\nToolArgumentError: no file 'x.csv'", content_type="text/plain", observed_at=NOW)
     unparsed = derive_memory(ToolSpec(name="table.aggregate", result_kind="json"), IDS[27], {"path": "y.csv"},
-                             ToolCallStatus.SUCCEEDED, b"{not json", "application/json", NOW)
+                             ToolCallStatus.SUCCEEDED, b"{not json", content_type="application/json", observed_at=NOW)
     view = context({"memory": [memory_line(memory(6, failure.summary, title=failure.title), SHORT),
                                memory_line(memory(7, unparsed.summary, "table.aggregate", confidence=0.3,
                                                   limitations=unparsed.limitations), SHORT)]})

@@ -14,7 +14,6 @@ from activities.providers.base import (
     ProviderUnavailableError,
     RateLimitedError,
     UnknownModelError,
-    provider_for,
     settled_call_ids,
 )
 from activities.providers.config import EndpointConfig, ProvidersConfig
@@ -60,8 +59,6 @@ def test_the_local_provider_calls_the_configured_url_at_temperature_zero() -> No
 def test_unconfigured_or_unknown_providers_are_refused_at_lookup(spec: str, message: str) -> None:
     with pytest.raises(UnknownModelError, match=message):
         ModelProviders()(spec)
-    with pytest.raises(UnknownModelError, match=message):
-        provider_for(spec)
 
 
 def test_a_compatible_server_without_a_key_is_enough_for_openai() -> None:

@@ -62,7 +62,8 @@ def test_a_top_level_field_reads_back_whole(data, expected):
 def test_a_csv_summary_reads_back_its_shape_and_sums():
     raw = b"region,units,revenue_eur\nNorth,3,10.50\nSouth,4,20.25\n"
     draft = derive_memory(ToolSpec(name="workspace.read_csv", result_kind="csv"), "a1", {"path": "x.csv"},
-                          ToolCallStatus.SUCCEEDED, raw, "text/csv", datetime(2026, 1, 1, tzinfo=UTC))
+                          ToolCallStatus.SUCCEEDED, raw, content_type="text/csv", observed_at=datetime(2026, 1, 1,
+                                                                                                       tzinfo=UTC))
     shape = csv_shape(draft.summary)
     assert shape is not None
     assert (shape.rows, shape.columns) == (2, ("region", "units", "revenue_eur"))

@@ -91,8 +91,9 @@ async def test_list_files_summary_names_every_file(registry, make_context):
     arguments: dict = {}
     result = await registry.execute("workspace.list_files", make_context(), arguments)
     spec = registry.get("workspace.list_files").spec
-    memory = derive_memory(spec, "art-1", arguments, ToolCallStatus.SUCCEEDED, result.payload, result.content_type,
-                           datetime(2026, 11, 30, tzinfo=UTC))
+    memory = derive_memory(spec, "art-1", arguments, ToolCallStatus.SUCCEEDED, result.payload,
+                           content_type=result.content_type,
+                           observed_at=datetime(2026, 11, 30, tzinfo=UTC))
     assert "items: 4 [path|rows] — " in memory.summary
     for path, rows in SAMPLE_FILES.items():
         assert f"{path}|{rows if rows is not None else ''}" in memory.summary
