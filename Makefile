@@ -1,8 +1,11 @@
 # Dossier developer entry points. Every target is safe to run again.
 #
 #   make venv           .venv with the runtime, its test extra and the development harness (re-installs only when a pyproject.toml changes)
-#   make test           the whole test suite; it starts the embedded services it needs (and installs Debian's
-#                       chromium for the inspector's browser test when /usr/bin/chromium is missing)
+#   make test           the everyday tier: every test but the slow end-to-end ones (marked `slow`), two pytest
+#                       workers, small Hypothesis runs; it starts the embedded services it needs
+#   make test-all       every test, with the full Hypothesis example counts (what CI runs); it also installs Debian's
+#                       chromium for the inspector's browser test when /usr/bin/chromium is missing
+#   make docs           the documentation site (MkDocs, Material theme) into site/, with --strict
 #   make run            start the embedded stack (Postgres, S3, Temporal, worker) and run the demo agent session
 #   make bench          every benchmark part into bench-results/ (tables, JSON, plots; takes a while)
 #   make services-down  stop the embedded services
@@ -16,7 +19,7 @@ export TIKTOKEN_CACHE_DIR := $(CURDIR)/.dossier/tiktoken-cache
 
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: venv chromium test run bench services-down
+.PHONY: venv chromium test test-all docs run bench services-down
 
 venv: $(STAMP)
 
@@ -47,8 +50,16 @@ chromium:
 	fi
 	@test -x $(CHROMIUM) || { echo "error: $(CHROMIUM) is still missing after installing 'chromium'" >&2; exit 1; }
 
-test: venv chromium
-	$(VENV)/bin/python -m pytest
+# Each pytest-xdist worker gets its own database, bucket and Temporal server; loadgroup keeps the tests that share
+# one expensive fixture (the model server, the hardening stack) on one worker.
+PYTEST_WORKERS ?= 2
+PYTEST := $(VENV)/bin/python -m pytest -n $(PYTEST_WORKERS) --dist loadgroup
+
+test: venv
+	$(PYTEST) -m "not slow" $(PYTEST_ARGS)
+
+test-all: venv chromium
+	HYPOTHESIS_PROFILE=ci $(PYTEST) --durations=25 $(PYTEST_ARGS)
 
 run: venv
 	$(VENV)/bin/dossier services up

@@ -473,8 +473,9 @@ async def explain(deps: GraphDeps, account_id: str, model_run_id: str, *, trace:
             trace_note = f"decision rows only: the candidates could not be recomputed ({recomputed})"
             found = pure.trace(stored.decisions, shown, stored.record.policy_version)
         else:
-            found = pure.trace(stored.decisions, shown, stored.record.policy_version, recomputed.candidates,
-                               _viewer(recomputed), _requested(recomputed), stored.record.rehydrated_refs)
+            found = pure.trace(stored.decisions, shown, stored.record.policy_version,
+                               candidates=recomputed.candidates, viewer=_viewer(recomputed),
+                               requested_artifacts=_requested(recomputed), rehydrated_refs=stored.record.rehydrated_refs)
         rows = [DecisionRow.model_validate(row) for row in found]
     return Explanation(
         model_run_id=stored.model_run_id, assembly_id=stored.id, conversation_id=stored.conversation_id,

@@ -371,10 +371,12 @@ async def load_candidates(
     call_arms = _arms(ToolCall, lineage, snapshot_seq, LIVE_SCOPE_SQL)
     recent_calls = await _pool(*args, ToolCall, call_arms, limits.max_tool_calls)
     # Open calls and failed calls are pinned in pools of their own: failures never push an open call out.
-    open_calls, unloaded_open = await _pinned_calls(*args, call_arms, snapshot_seq, _OPEN_CALL_SQL, _OPEN,
-                                                    limits.max_open_tool_calls)
-    failed_calls, unloaded_failed = await _pinned_calls(*args, call_arms, snapshot_seq, _FAILED_CALL_SQL, _FAILED,
-                                                        limits.max_pinned_tool_calls)
+    open_calls, unloaded_open = await _pinned_calls(
+        *args, call_arms, snapshot_seq=snapshot_seq, pinned_sql=_OPEN_CALL_SQL, statuses=_OPEN,
+        limit=limits.max_open_tool_calls)
+    failed_calls, unloaded_failed = await _pinned_calls(
+        *args, call_arms, snapshot_seq=snapshot_seq, pinned_sql=_FAILED_CALL_SQL, statuses=_FAILED,
+        limit=limits.max_pinned_tool_calls)
     tool_calls = _merge(recent_calls, open_calls, failed_calls)
 
     memory_arms = _arms(ToolMemory, lineage, snapshot_seq, LIVE_SCOPE_SQL)

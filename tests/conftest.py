@@ -10,7 +10,10 @@ them). Services configured in the environment (`DATABASE_URL`, `S3_ENDPOINT`,
 
 from __future__ import annotations
 
+import os
+
 import pytest
+from hypothesis import settings as settings_profiles
 
 from dossier.services import Endpoints, ensure_services
 from dossier.settings import Settings
@@ -26,3 +29,10 @@ def settings() -> Settings:
 def endpoints(settings: Settings) -> Endpoints:
     """Postgres and S3 endpoints, starting the embedded services when not configured."""
     return ensure_services(settings, ("postgres", "s3"))
+
+
+# Hypothesis: `dev` (the everyday `make test`) runs a tenth of the examples; `ci` (`make test-all`, CI) the full
+# counts each property names. HYPOTHESIS_PROFILE picks one; the default is dev.
+settings_profiles.register_profile("dev", max_examples=20, deadline=None)
+settings_profiles.register_profile("ci", max_examples=100, deadline=None, print_blob=True)
+settings_profiles.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))

@@ -9,6 +9,7 @@ at the end, so runs never see each other's data.
 from __future__ import annotations
 
 import asyncio
+import shutil
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -28,7 +29,7 @@ from activities.tokens import token_counter
 from dossier.client import DossierClient
 from dossier.runtime import build_worker
 from dossier.runtime import graph_deps as runtime_graph_deps
-from dossier.services import Endpoints
+from dossier.services import Endpoints, ensure_services, stop_services
 from dossier.services.process import find_binary
 from dossier.services.s3 import client as s3_client
 from dossier.visibility import dev_server_args
@@ -47,6 +48,29 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.path.is_relative_to(_HERE):
             item.add_marker(pytest.mark.integration)
+        if "database_url" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.database)  # what CI runs again against the system PostgreSQL
+        if item.get_closest_marker("real_model"):
+            # One model server per session, so every real-model test runs on one pytest-xdist worker.
+            item.add_marker(pytest.mark.slow)
+            item.add_marker(pytest.mark.xdist_group("real_model"))
+
+
+@pytest.fixture(scope="session")
+def llm(settings: Settings) -> Iterator[Endpoints]:
+    """The embedded model server for every real-model test of the session (weights fetched on first use).
+
+    It runs in a home of its own, so the session's other services never wait for it, and is stopped and
+    its home deleted at the end.
+    """
+    home = settings.dossier_home / "test-homes" / uuid.uuid4().hex[:12]
+    own = Settings(_env_file=None, dossier_home=home, local_model_url=None,
+                   dossier_models_dir=settings.dossier_models_dir)
+    try:
+        yield ensure_services(own, ["llm"])
+    finally:
+        stop_services(own, ["llm"])
+        shutil.rmtree(home, ignore_errors=True)
 
 
 @pytest_asyncio.fixture(scope="session")

@@ -105,6 +105,7 @@ async def _populate(client: DossierClient) -> None:
         await user_memories.put_user_memory(session, client.account_id, "Prefers reports in Markdown.")
 
 
+@pytest.mark.slow  # the full tier only: kills a worker process
 async def test_deleting_an_account_survives_a_worker_kill_and_leaves_nothing_behind(
     temporal_env: WorkflowEnvironment, graph_deps: GraphDeps, endpoints: Endpoints, s3_bucket: str,
     database_url: str, engine: AsyncEngine, s3: Minio,

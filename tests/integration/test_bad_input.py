@@ -22,6 +22,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from temporalio.testing import WorkflowEnvironment
 
 from activities.deps import GraphDeps
+from cli_inprocess import run_cli
 from contracts import TurnResult
 from dossier.client import AnswerRefusedError, ClientError, DossierClient, InvalidInputError
 from dossier.services.models import Endpoints
@@ -181,11 +182,9 @@ async def test_a_signal_that_fails_after_the_capture_rolls_the_capture_back(
 # --------------------------------------------------------------------------- the command line
 
 
-@pytest.fixture
-def cli(tmp_path: Path, database_url: str, endpoints: Endpoints, s3_bucket: str, temporal_env: WorkflowEnvironment,
-        graph_deps: GraphDeps):
-    """Run ``dossier ARGS`` as a process on the session's services; returns the completed process."""
-    base = {
+def _cli_env(tmp_path: Path, database_url: str, endpoints: Endpoints, s3_bucket: str,
+             temporal_env: WorkflowEnvironment) -> dict[str, str]:
+    return {
         **os.environ,
         "DOSSIER_HOME": str(tmp_path / ".dossier"),
         "DATABASE_URL": database_url,
@@ -197,6 +196,26 @@ def cli(tmp_path: Path, database_url: str, endpoints: Endpoints, s3_bucket: str,
         "TEMPORAL_ADDRESS": temporal_env.client.service_client.config.target_host,
         "TEMPORAL_TASK_QUEUE": f"dossier-bad-input-cli-{uuid.uuid4().hex[:8]}",  # no worker: turns stay queued
     }
+
+
+@pytest.fixture
+def cli(tmp_path: Path, database_url: str, endpoints: Endpoints, s3_bucket: str, temporal_env: WorkflowEnvironment,
+        graph_deps: GraphDeps):
+    """Run ``dossier ARGS`` through the CLI's ``main`` in this process, on the session's services."""
+    base = _cli_env(tmp_path, database_url, endpoints, s3_bucket, temporal_env)
+
+    def run(*args: str | bytes, stdin: bytes = b"", env: dict[str, str] | None = None
+            ) -> subprocess.CompletedProcess[bytes]:
+        return run_cli(args, env={**base, **(env or {})}, cwd=tmp_path, stdin=stdin)
+
+    return run
+
+
+@pytest.fixture
+def cli_process(tmp_path: Path, database_url: str, endpoints: Endpoints, s3_bucket: str,
+                temporal_env: WorkflowEnvironment, graph_deps: GraphDeps):
+    """Run ``dossier ARGS`` as a real process on the session's services; returns the completed process."""
+    base = _cli_env(tmp_path, database_url, endpoints, s3_bucket, temporal_env)
 
     def run(*args: str | bytes, stdin: bytes = b"", env: dict[str, str] | None = None
             ) -> subprocess.CompletedProcess[bytes]:
@@ -268,11 +287,11 @@ async def test_other_refused_commands_are_one_line_too(cli, graph_deps: GraphDep
     assert await _counts(graph_deps) == before
 
 
-async def test_chat_reads_a_message_longer_than_argv_allows_from_stdin(cli, graph_deps: GraphDeps) -> None:
+async def test_chat_reads_a_message_longer_than_argv_allows_from_stdin(cli_process, graph_deps: GraphDeps) -> None:
     message = ("Summarise these orders: " + "order,region,revenue\n" * 150_000)[:3 * 1024 * 1024]
     with pytest.raises(OSError):  # E2BIG: the kernel refuses such an argv
         subprocess.run([sys.executable, "-c", "pass", message], capture_output=True)
-    proc = cli("chat", "--no-wait", "-", stdin=message.encode() + b"\n")
+    proc = cli_process("chat", "--no-wait", "-", stdin=message.encode() + b"\n")
     assert proc.returncode == 0, proc.stderr
     conversation_id = next(line.split()[1] for line in proc.stdout.decode().splitlines()
                            if line.startswith("conversation"))
@@ -280,6 +299,19 @@ async def test_chat_reads_a_message_longer_than_argv_allows_from_stdin(cli, grap
         stored = (await session.execute(text("SELECT content FROM messages WHERE conversation_id = :c"),
                                         {"c": conversation_id})).scalars().all()
     assert stored == [message]  # exactly what was piped, less the one trailing newline
+
+
+@pytest.mark.parametrize(("args", "stdin", "env"), [
+    (("chat", "-"), b"a NUL \x00 byte", {}),
+    (("runs",), b"", {"DATABASE_URL": "mysql://u@h/db"}),
+    (("frobnicate",), b"", {}),
+])
+async def test_a_real_process_exits_non_zero_with_the_same_one_line(cli, cli_process, args: tuple, stdin: bytes,
+                                                                     env: dict) -> None:
+    """The matrices above run in-process; a few cases again as a process: exit code, stderr, nothing on stdout."""
+    process, in_process = cli_process(*args, stdin=stdin, env=env), cli(*args, stdin=stdin, env=env)
+    assert _one_line_error(process) == _one_line_error(in_process)
+    assert process.returncode == in_process.returncode
 
 
 async def test_an_unknown_conversation_is_a_one_line_error(cli) -> None:

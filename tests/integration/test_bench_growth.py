@@ -13,6 +13,8 @@ from harness.bench.growth_graph import GrowthConfig, delete_history, load_histor
 from store import graph
 from store.errors import NotFoundError
 
+pytestmark = pytest.mark.slow  # the full tier only: runs a benchmark
+
 
 async def test_growth_quick_mode_reports_every_size(graph_deps: GraphDeps) -> None:
     report = await run_growth(

@@ -15,6 +15,10 @@ from activities.deps import GraphDeps
 from harness.bench.orchestration import OrchestrationReport, run_orchestration
 from harness.bench.orchestration_agent import MODEL_CALLS_PER_TURN, TOOL_CALLS_PER_TURN, blob_payload
 
+import pytest
+
+pytestmark = pytest.mark.slow  # the full tier only: runs a benchmark
+
 
 def test_the_bench_blob_is_deterministic_and_about_the_requested_size() -> None:
     payload = blob_payload(3, 2, 16)

@@ -11,6 +11,10 @@ from pathlib import Path
 from harness.bench.suite import run_suite
 from dossier.settings import Settings
 
+import pytest
+
+pytestmark = pytest.mark.slow  # the full tier only: runs a benchmark
+
 
 async def test_the_suite_writes_tables_plots_and_an_index(tmp_path: Path, endpoints) -> None:
     results = await run_suite(Settings(), tmp_path, parts=["scenarios"], quick=True)

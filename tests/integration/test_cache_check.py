@@ -21,16 +21,13 @@ through the real graph (Postgres, S3). Two claims, each able to fail:
 
 from __future__ import annotations
 
-import shutil
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from activities.deps import GraphDeps
 from activities.tokens import token_encoder
-from dossier.services import Endpoints, ensure_services, stop_services
+from dossier.services import Endpoints
 from dossier.settings import Settings
 from harness.bench.cache_check import LlamaServer, check_with
 from harness.bench.cache_check_report import STRATEGIES
@@ -41,19 +38,6 @@ pytestmark = pytest.mark.real_model
 FIXTURE = Path(__file__).parent / "data" / "bench_traces_fixture.jsonl"
 SHARE_TOLERANCE = 0.10
 """Largest difference allowed between the observed and predicted cached share of a strategy (from call 2)."""
-
-
-@pytest.fixture(scope="module")
-def llm(settings: Settings) -> Iterator[Endpoints]:
-    """A model server of this module's own (shared weights cache), stopped and its home deleted afterwards."""
-    home = settings.dossier_home / "test-homes" / uuid.uuid4().hex[:12]
-    own = Settings(_env_file=None, dossier_home=home, local_model_url=None,
-                   dossier_models_dir=settings.dossier_models_dir)
-    try:
-        yield ensure_services(own, ["llm"])
-    finally:
-        stop_services(own, ["llm"])
-        shutil.rmtree(home, ignore_errors=True)
 
 
 async def test_the_slot_rule_predicts_the_servers_prompt_cache_reuse(llm: Endpoints, graph_deps: GraphDeps,

@@ -24,6 +24,10 @@ from dossier.runtime import build_worker
 from dossier.settings import Settings
 from store import conversations
 
+import pytest
+
+pytestmark = pytest.mark.slow  # the full tier only: runs the whole demo session
+
 VISIBILITY_DEADLINE = 60.0
 """How long a search may take to list a finished run (visibility is eventually consistent): a polling deadline."""
 UI = "http://127.0.0.1:8233"

@@ -277,6 +277,7 @@ async def _participant(deps: GraphDeps, a: Account) -> str:
     return run.participant_id
 
 
+@pytest.mark.slow  # the full tier only: starts the inspector service
 async def test_the_service_serves_the_login_url_the_cli_prints(accounts: tuple[Account, Account], database_url: str,
                                                                 endpoints, s3_bucket: str, tmp_path):
     """`dossier services up inspector` runs it as a process of its own; `dossier inspector --url` signs a viewer in."""
@@ -327,6 +328,7 @@ async def test_the_service_serves_the_login_url_the_cli_prints(accounts: tuple[A
         assert await asyncio.to_thread(stop_services, settings, ["inspector"]) == ["inspector"]
 
 
+@pytest.mark.slow  # the full tier only: starts a fresh installation's services
 async def test_a_fresh_installation_serves_and_says_how_to_sign_in(database_url: str, endpoints, s3_bucket: str,
                                                                     tmp_path):
     """`dossier inspector` with no account yet (a new compose stack) serves, rather than exiting with an error.
@@ -364,6 +366,7 @@ async def test_a_fresh_installation_serves_and_says_how_to_sign_in(database_url:
     assert refused.returncode == 2 and "has no account yet" in refused.stderr
 
 
+@pytest.mark.slow  # the full tier only: starts the inspector service
 async def test_run_summaries_link_to_the_service_on_the_port_it_took(temporal_env: WorkflowEnvironment,
                                                                      graph_deps: GraphDeps, database_url: str,
                                                                      endpoints, s3_bucket: str, tmp_path):

@@ -34,6 +34,8 @@ from dossier.services.process import free_ports
 from dossier.settings import Settings
 from store import conversations
 
+pytestmark = pytest.mark.slow  # the full tier only: drives Chromium
+
 CHROMIUM = Path("/usr/bin/chromium")
 OUTPUT = Path(__file__).resolve().parents[1] / "output" / "inspector"
 SECRET = b"inspector-browser-test-secret-0123456789"

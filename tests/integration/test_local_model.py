@@ -42,7 +42,7 @@ from activities.providers.factory import ModelProviders
 from dossier.client import DossierClient, TurnOutcome, run_usage
 from dossier.commands import demo_local
 from dossier.runtime import build_worker, model_providers, providers_config
-from dossier.services import Endpoints, ensure_services, services_status, stop_services
+from dossier.services import Endpoints, services_status, stop_services
 from dossier.services.llm import healthy
 from dossier.settings import Settings
 from policy.enums import RuntimeKind, ToolCallStatus
@@ -93,13 +93,6 @@ def model_home(settings: Settings) -> Iterator[Settings]:
     """A home of the test's own, for the lifecycle test."""
     with _own_home(settings) as own:
         yield own
-
-
-@pytest.fixture(scope="module")
-def llm(settings: Settings) -> Iterator[Endpoints]:
-    """The running embedded model server (fetching and assembling the weights on first use), for this module."""
-    with _own_home(settings) as own:
-        yield ensure_services(own, ["llm"])
 
 
 def _cli(settings: Settings, *args: str) -> subprocess.CompletedProcess[str]:

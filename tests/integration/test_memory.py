@@ -9,12 +9,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import uuid
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from cli_inprocess import run_cli
 from temporalio.testing import WorkflowEnvironment
 
 from activities.deps import GraphDeps
@@ -74,7 +74,7 @@ async def test_a_malformed_memory_id_is_a_typed_error(temporal_env: WorkflowEnvi
 @pytest.fixture
 def cli(tmp_path: Path, database_url: str, endpoints: Endpoints, s3_bucket: str,
         temporal_env: WorkflowEnvironment) -> Callable[..., subprocess.CompletedProcess[str]]:
-    """``dossier ARGS`` as a process on the session's services, in the account of DOSSIER_HOME ``home``."""
+    """``dossier memory ARGS`` on the session's services, in the account of DOSSIER_HOME ``home`` (in-process)."""
     base = {
         **os.environ,
         "DATABASE_URL": database_url,
@@ -88,8 +88,8 @@ def cli(tmp_path: Path, database_url: str, endpoints: Endpoints, s3_bucket: str,
 
     def run(home: str, *args: str) -> subprocess.CompletedProcess[str]:
         env = {**base, "DOSSIER_HOME": str(tmp_path / home)}
-        return subprocess.run([sys.executable, "-m", "dossier.cli", "memory", *args], env=env, cwd=tmp_path,
-                              capture_output=True, text=True, timeout=120)
+        done = run_cli(["memory", *args], env=env, cwd=tmp_path)
+        return subprocess.CompletedProcess(done.args, done.returncode, done.stdout.decode(), done.stderr.decode())
 
     return run
 

@@ -321,6 +321,7 @@ def _scrape_registry(metrics: RuntimeMetrics) -> dict[tuple[str, tuple[tuple[str
             for family in metrics.registry.collect() for sample in family.samples}
 
 
+@pytest.mark.slow  # the full tier only: starts two worker services
 async def test_two_worker_services_on_one_host_both_export_metrics_and_say_where(
         temporal_env: WorkflowEnvironment, database_url: str, endpoints, s3_bucket: str, tmp_path,
         monkeypatch: pytest.MonkeyPatch) -> None:

@@ -42,6 +42,8 @@ from dossier.services.stack import is_external
 from dossier.settings import Settings
 from dossier.visibility import SEARCH_ATTRIBUTE_NAMES
 
+pytestmark = pytest.mark.slow  # the full tier only: starts, kills and restarts the embedded servers
+
 
 def _embedded(settings: Settings) -> list[str]:
     return [name for name in ("postgres", "s3") if not is_external(settings, name)]

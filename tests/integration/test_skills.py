@@ -312,6 +312,7 @@ async def test_the_loaded_skill_survives_continue_as_new_and_parent_resume(
 # --------------------------------------------------------------------------- worker crash and restart
 
 
+@pytest.mark.slow  # the full tier only: kills a worker process
 async def test_a_loaded_skill_survives_a_hard_kill_mid_tool_and_a_graceful_restart(
     temporal_env: WorkflowEnvironment, graph_deps: GraphDeps, endpoints: Endpoints, s3_bucket: str,
     database_url: str, server: ProviderServer, agents_file: Path, tmp_path: Path,

@@ -15,6 +15,8 @@ import signal
 import subprocess
 import sys
 import uuid
+
+import pytest
 from datetime import timedelta
 from pathlib import Path
 
@@ -385,6 +387,7 @@ async def test_discussion_keeps_speaker_labels_directives_and_private_tools(doss
 # --------------------------------------------------------------------------- schedules
 
 
+@pytest.mark.slow  # the full tier only: waits for a schedule to fire twice
 async def test_a_schedule_fires_twice_and_each_run_is_a_turn_in_the_graph(dossier: DossierClient) -> None:
     schedule_id = f"test-digest-{uuid.uuid4().hex[:8]}"
     conversation, _ = await dossier.new_conversation("scheduled digest")
@@ -410,6 +413,7 @@ async def test_a_schedule_fires_twice_and_each_run_is_a_turn_in_the_graph(dossie
 # --------------------------------------------------------------------------- crash recovery
 
 
+@pytest.mark.slow  # the full tier only: kills a worker process
 async def test_killing_the_worker_mid_tool_loses_and_duplicates_nothing(
     temporal_env: WorkflowEnvironment, graph_deps: GraphDeps, endpoints: Endpoints, s3_bucket: str,
     database_url: str,

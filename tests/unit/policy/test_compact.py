@@ -6,6 +6,7 @@ import json
 
 import pytest
 from hypothesis import given, settings
+from property_examples import examples
 from hypothesis import strategies as st
 
 from policy.compact import CompactParseError, compact_text, parse_compact, to_json
@@ -120,7 +121,7 @@ documents = st.recursive(
 )
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(documents)
 def test_any_document_round_trips(document):
     round_trips(json.dumps(document, indent=2))

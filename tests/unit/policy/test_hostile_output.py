@@ -15,6 +15,7 @@ import re
 import unicodedata
 
 from hypothesis import given, settings
+from property_examples import examples
 from hypothesis import strategies as st
 
 from activities.providers.scripted.context import read_context
@@ -85,7 +86,7 @@ def _assert_one_inert_line(line: str, citations: int = 1) -> None:
 # --------------------------------------------------------------------------- every line builder, every field
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(text=hostile_text)
 def test_inert_text_is_one_line_without_citations(text):
     out = inert(text)
@@ -94,7 +95,7 @@ def test_inert_text_is_one_line_without_citations(text):
     assert inert(out) == out
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(text=hostile_text)
 def test_every_line_builder_keeps_tool_text_in_its_line(text):
     short = ShortIds(["mem-1", "call-1", "cp-1", "sk-1"])

@@ -11,11 +11,12 @@ memories built from other records.
 from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings
+from property_examples import examples
 
 from harness.harden.taint import CASES, run_case, run_taint
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(CASES)
 def test_no_context_leaks_and_no_derived_record_is_looser_than_its_sources(case) -> None:
     world = run_case(case)
