@@ -755,15 +755,11 @@ class DossierClient:
 
     async def first_user_message(self, conversation_id: str, branch_id: str) -> str:
         """The id of the first user message on a branch's lineage."""
-        from store.candidates import load_candidates
-
         async with self.deps.sessions() as session:
-            candidates = await load_candidates(session, self.account_id, conversation_id, branch_id,
-                                               self.deps.limits)
-        users = sorted((m for m in candidates.messages if m.role is MessageRole.USER), key=lambda m: m.seq)
-        if not users:
+            message_id = await branches.first_user_message_id(session, self.account_id, conversation_id, branch_id)
+        if message_id is None:
             raise ClientError(f"branch {branch_id} has no user message")
-        return users[0].id
+        return message_id
 
     async def waiting(self, workflow_id: str) -> TurnStatus:
         """What a turn is waiting for (its ``status`` query)."""

@@ -24,8 +24,7 @@ from store.models.base import ID_LENGTH
 from store.models.types import StoredId
 from store.records import BranchRecord
 
-_LINEAGE_SQL = text(
-    """
+_LINEAGE_CTE = """
 WITH RECURSIVE lineage(id, conversation_id, parent_branch_id, fork_seq, until_seq, path, is_cycle, depth) AS (
     SELECT b.id, b.conversation_id, b.parent_branch_id, b.fork_seq,
            NULL::bigint, ARRAY[b.id]::varchar[], false, 0
@@ -39,10 +38,24 @@ WITH RECURSIVE lineage(id, conversation_id, parent_branch_id, fork_seq, until_se
         ON p.account_id = :account_id AND p.conversation_id = l.conversation_id AND p.id = l.parent_branch_id
      WHERE NOT l.is_cycle
 )
-SELECT id, conversation_id, until_seq, path, is_cycle FROM lineage ORDER BY depth DESC
 """
-).bindparams(bindparam("account_id", type_=StoredId(ID_LENGTH)), bindparam("branch_id", type_=StoredId(ID_LENGTH)))
+"""The walk up the parent chain, as a CTE named ``lineage`` for the statements below."""
+
+_IDS = (bindparam("account_id", type_=StoredId(ID_LENGTH)), bindparam("branch_id", type_=StoredId(ID_LENGTH)))
 """Typed like the id columns, so an id holding U+0000 is looked up as the columns store it (and not found)."""
+
+_LINEAGE_SQL = text(
+    _LINEAGE_CTE + "SELECT id, conversation_id, until_seq, path, is_cycle FROM lineage ORDER BY depth DESC"
+).bindparams(*_IDS)
+
+_FIRST_USER_MESSAGE_SQL = text(_LINEAGE_CTE + """
+SELECT (SELECT conversation_id FROM lineage WHERE depth = 0) AS conversation_id,
+       (SELECT path FROM lineage WHERE is_cycle LIMIT 1) AS cycle,
+       (SELECT m.id FROM messages m JOIN lineage l
+            ON m.account_id = :account_id AND m.conversation_id = l.conversation_id AND m.branch_id = l.id
+         WHERE m.role = 'user' AND NOT l.is_cycle AND (l.until_seq IS NULL OR m.seq <= l.until_seq)
+         ORDER BY m.seq, m.id LIMIT 1) AS message_id
+""").bindparams(*_IDS)
 
 
 async def _lineage_rows(session: AsyncSession, account_id: str, branch_id: str) -> tuple[str, Lineage]:
@@ -54,6 +67,23 @@ async def _lineage_rows(session: AsyncSession, account_id: str, branch_id: str) 
             raise BranchCycleError(list(row.path))
     steps = tuple(LineageStep(branch_id=row.id, until_seq=row.until_seq) for row in rows)
     return rows[-1].conversation_id, Lineage(steps=steps)
+
+
+@translate_errors
+async def first_user_message_id(session: AsyncSession, account_id: str, conversation_id: str,
+                                branch_id: str) -> str | None:
+    """The oldest user message on the branch's lineage (its own and its ancestors' up to each fork), in one query.
+
+    Raises:
+        NotFoundError: no such branch in the account's conversation.
+        BranchCycleError: the parent chain loops (corrupt data).
+    """
+    row = (await session.execute(_FIRST_USER_MESSAGE_SQL, {"account_id": account_id, "branch_id": branch_id})).one()
+    if row.conversation_id is None or row.conversation_id != conversation_id:
+        raise NotFoundError("branch", branch_id)
+    if row.cycle is not None:
+        raise BranchCycleError(list(row.cycle))
+    return row.message_id
 
 
 @translate_errors

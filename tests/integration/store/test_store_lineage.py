@@ -109,3 +109,27 @@ async def test_reparent_refuses_a_cycle_and_moves_a_branch(world: World) -> None
         r1 = await graph.get_message(s, world.account_id, ids["r1"])
     assert moved.parent_branch_id == root and moved.fork_seq == r1.seq
     assert [step.branch_id for step in lineage.steps] == [root, b]
+
+
+async def test_the_first_user_message_is_found_past_the_candidate_pool_and_through_forks(
+        world: World, graph_deps) -> None:
+    """250 messages on the root, more than the 200-message pool the client once read it from; then a fork."""
+    from dossier.client import ClientError, DossierClient
+    from dossier.settings import Settings
+    from policy.enums import MessageRole
+
+    client = DossierClient(deps=graph_deps, temporal=None, settings=Settings(_env_file=None),  # type: ignore[arg-type]
+                           account_id=world.account_id, providers=lambda spec: None, agents=None)
+    with pytest.raises(ClientError, match="no user message"):
+        await client.first_user_message(world.conversation_id, world.root_branch_id)
+    await world.say(world.root_branch_id, "the system speaks first", role=MessageRole.ASSISTANT)
+    first = await world.say(world.root_branch_id, "the opening request")
+    said = [await world.say(world.root_branch_id, f"message {n}",
+                            role=MessageRole.USER if n % 2 else MessageRole.ASSISTANT) for n in range(248)]
+    assert await client.first_user_message(world.conversation_id, world.root_branch_id) == first
+    async with world.sessions() as s, s.begin():
+        fork = await graph.fork_branch(s, world.account_id, world.conversation_id, world.root_branch_id, said[10],
+                                       name="fork")
+    assert await client.first_user_message(world.conversation_id, fork.id) == first
+    with pytest.raises(NotFoundError):
+        await client.first_user_message(world.conversation_id, "00000000-0000-4000-8000-000000000000")
