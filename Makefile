@@ -35,6 +35,17 @@ $(STAMP): pyproject.toml harness/pyproject.toml | $(VENV)/bin/python
 	$(VENV)/bin/python -m pip install --quiet -e '.[test]' -e ./harness
 	touch $@
 
+DOCS_STAMP := $(VENV)/.docs-installed
+
+$(DOCS_STAMP): pyproject.toml | $(STAMP)
+	$(VENV)/bin/python -m pip install --quiet -e '.[docs]'
+	touch $@
+
+# --strict: a broken link or a page the docstrings cannot render fails the build.
+docs: $(DOCS_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
+	@echo "docs built into site/ (open site/index.html)"
+
 # The inspector's browser test drives Debian's Chromium through Playwright's executable_path, never a browser
 # Playwright downloads. Installed only when missing; without it the test fails (it never skips), so fail here first.
 chromium:

@@ -23,6 +23,7 @@ from activities.tokens import token_encoder
 from dossier.runtime import open_graph
 from dossier.settings import Settings
 from harness.bench.billing import Encode
+from harness.bench.machine import repo_relative
 from harness.bench.traces import DEFAULT_TRACES, load_traces, run_trace
 from harness.bench.traces_report import CallRow, summarise
 from store import conversations
@@ -136,7 +137,7 @@ async def run_ablations_with(base: GraphDeps, path: str | Path, encode: Encode, 
         flat = [row for trace_rows in rows for row in trace_rows]
         results.append(Ablation(label, knobs, deps.policy.version_tag, summarise(flat, "dossier"),
                                 summarise([r for r in flat if r.source == TAU], "dossier")))
-    return AblationReport(str(path), len(traces), every, tuple(results), time.perf_counter() - started)
+    return AblationReport(repo_relative(path), len(traces), every, tuple(results), time.perf_counter() - started)
 
 
 __all__ = ["ABLATIONS", "SAMPLE_EVERY", "AblationReport", "run_ablations", "run_ablations_with"]

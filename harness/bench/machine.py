@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 import platform
 import sys
 from datetime import UTC, datetime
@@ -55,3 +56,9 @@ def machine_markdown(machine: dict[str, object]) -> str:
         f"cores, {machine['memory_gib']} GiB RAM, {machine['os']}, Python {machine['python']}; embedded PostgreSQL "
         f"18, SeaweedFS S3 and the Temporal dev server on the same host. Packages: {packages}."
     )
+
+
+def repo_relative(path: str | Path) -> str:
+    """``path`` as committed outputs name it: relative to the repository, never a path of this machine."""
+    root = Path(__file__).resolve().parents[2]
+    return os.path.relpath(Path(path).resolve(), root)

@@ -28,6 +28,7 @@ from activities.ingest import ToolOutcome, begin_tool_call, ingest_tool_result, 
 from activities.context import assemble_context, read_planned_payloads
 from activities.deps import GraphDeps
 from activities.tokens import token_encoder
+from harness.bench.machine import repo_relative
 from harness.bench.billing import PRICE_MODELS, Encode, Prompt, bill_sequence, message_blocks, transcript_breakpoints
 from harness.bench.peers import DEFAULT_BUDGET, peer_strategies
 from harness.bench.strategy import CallInput, FullReplay, count_tokens, message_text
@@ -414,7 +415,7 @@ async def run_traces_with(
             "policy": deps.policy.version, "token_budget": f"{p.name}'s prompt tokens at the same call",
             "assembly": "select_context + render_context on the default assembly's candidate snapshot (not persisted)"}
     return TracesReport(rows=[row for rows in results for row in rows], parameters=parameters,
-                        trajectories=len(traces), seconds=elapsed, path=str(path), account_id=account_id)
+                        trajectories=len(traces), seconds=elapsed, path=repo_relative(path), account_id=account_id)
 
 
 async def run_traces(settings: Settings, path: str | Path = DEFAULT_TRACES, limit: int | None = None,

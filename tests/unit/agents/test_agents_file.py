@@ -135,12 +135,12 @@ def test_the_example_file_and_tool_module_load(monkeypatch):
     agents.check_tools(registry_with(agents.tool_modules()).names())
 
 
-def test_the_readmes_agents_block_parses_with_one_agent_per_provider_and_only_known_tools() -> None:
-    """The TOML block the README shows is a valid agents file, not an illustration that drifted."""
-    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text(encoding="utf-8")
+def test_the_docs_agents_block_parses_with_one_agent_per_provider_and_only_known_tools() -> None:
+    """The TOML block the Models page shows is a valid agents file, not an illustration that drifted."""
+    readme = (Path(__file__).resolve().parents[3] / "docs" / "models.md").read_text(encoding="utf-8")
     blocks = [block.split("```", 1)[0] for block in readme.split("```toml\n")[1:]]
     [block] = [block for block in blocks if "[agents.analyst]" in block]
-    agents = parse_agents(block, "README.md")
+    agents = parse_agents(block, "docs/models.md")
     providers = {name: agent.model.split(":", 1)[0] for name, agent in agents.agents.items()}
     assert providers == {"analyst": "openai", "reviewer": "anthropic", "ollama": "openai", "local": "local"}
     assert agents.agents["ollama"].endpoint is not None
@@ -158,3 +158,11 @@ def test_an_agents_retention_override_reaches_its_participants_config():
     with pytest.raises(AgentsFileError, match="retention"):
         parse_agents('[agents.medic]\nmodel = "scripted:analyst"\nretention = { artifacts = { kind = "shred" } }\n',
                      "a.toml")
+
+
+def test_the_readmes_tour_agent_is_a_valid_agents_file() -> None:
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text(encoding="utf-8")
+    [block] = [block.split("```", 1)[0] for block in readme.split("```toml\n")[1:]]
+    agents = parse_agents(block, "README.md")
+    assert agents.get("analyst").model == "openai:gpt-4o-mini"
+    agents.check_tools(default_registry().names())

@@ -1,4 +1,4 @@
-"""The README's Layout section matches the tree: every path it names exists, every top-level entry is named."""
+"""The docs' Layout page matches the tree: every path it names exists, every top-level entry is named."""
 
 from __future__ import annotations
 
@@ -10,9 +10,8 @@ _PATH = re.compile(r"(?<![\w/.-])([A-Za-z_][\w.-]*(?:/[\w.-]+)*/?)(?=[\s,;:()]|$
 
 
 def _layout() -> list[str]:
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    section = text.split("\n## Layout\n", 1)[1].split("\n## ", 1)[0]
-    return section.split("```", 2)[1].strip("\n").splitlines()
+    text = (REPO / "docs" / "layout.md").read_text(encoding="utf-8")
+    return text.split("```", 2)[1].strip("\n").splitlines()
 
 
 def _entries() -> dict[str, list[str]]:
@@ -56,20 +55,20 @@ def test_the_layout_is_one_screen() -> None:
 def test_every_path_the_layout_names_exists() -> None:
     missing = [f"{top}: {name}" for top, names in _entries().items() for name in [top, *names]
                if not _exists(REPO / top.rstrip("/"), name)]
-    assert not missing, "the README's Layout names paths that are not in the tree:\n" + "\n".join(missing)
+    assert not missing, "the docs' Layout names paths that are not in the tree:\n" + "\n".join(missing)
 
 
 def test_every_module_the_layout_lists_by_name_exists() -> None:
     listed = _modules_listed_by_name()
     assert len(listed) >= 10  # the stages of the assembler and the workflows
     missing = [f"{top}{name}.py" for top, name in listed if not (REPO / top / f"{name}.py").is_file()]
-    assert not missing, f"the README's Layout lists modules that do not exist: {missing}"
+    assert not missing, f"the docs' Layout lists modules that do not exist: {missing}"
 
 
 def test_every_top_level_package_and_module_is_in_the_layout() -> None:
     named = set(_entries())
     found = {f"{p.parent.name}/" for p in REPO.glob("*/__init__.py")} | {p.name for p in REPO.glob("*.py")}
-    assert found <= named, f"not in the README's Layout: {sorted(found - named)}"
+    assert found <= named, f"not in the docs' Layout: {sorted(found - named)}"
 
 
 def test_the_checker_notices_a_path_that_is_not_there() -> None:
@@ -90,4 +89,4 @@ def test_the_audit_modules_are_in_the_layout() -> None:
                if (path.rstrip("/").split("/")[-1] + ("/" if path.endswith("/") else ""))
                not in entries[path.split("/")[0] + "/"]]
     assert all((REPO / path).exists() for path in AUDIT_MODULES)
-    assert not missing, f"not in the README's Layout: {missing}"
+    assert not missing, f"not in the docs' Layout: {missing}"

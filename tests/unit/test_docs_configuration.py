@@ -1,4 +1,4 @@
-"""The README's Configuration section names the environment variable of every setting."""
+"""The docs' Configuration page names the environment variable of every setting."""
 
 from __future__ import annotations
 
@@ -11,17 +11,16 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _named() -> set[str]:
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    section = text.split("\n## Configuration\n", 1)[1].split("\n## ", 1)[0]
-    return set(re.findall(r"`([A-Z][A-Z0-9_]+)`", section))
+    text = (REPO / "docs" / "configuration.md").read_text(encoding="utf-8")
+    return set(re.findall(r"`([A-Z][A-Z0-9_]+)`", text))
 
 
 def test_every_setting_is_in_the_configuration_section() -> None:
     variables = {name.upper() for name in Settings.model_fields}
     missing = sorted(variables - _named())
-    assert not missing, f"settings missing from the README's Configuration section: {missing}"
+    assert not missing, f"settings missing from the docs' Configuration page: {missing}"
 
 
 def test_the_section_names_no_setting_that_is_gone() -> None:
     gone = sorted(_named() - {name.upper() for name in Settings.model_fields})
-    assert not gone, f"the README's Configuration section names variables no setting reads: {gone}"
+    assert not gone, f"the docs' Configuration page names variables no setting reads: {gone}"
