@@ -1,4 +1,4 @@
-"""Admission: README stages 1-5, deciding which graph records may compete for the budget.
+"""Admission: stages 1-5, deciding which graph records may compete for the budget.
 
 1. **Route**: :func:`resolve_viewer` looks up the boundary's provider route; an
    unknown route fails closed to public records only.

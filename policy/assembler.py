@@ -6,15 +6,10 @@ Two pure passes, with the caller's I/O between them::
     raw = {item.artifact_id: <bytes from the artifact store> for item in selection.rehydration}
     result = render_context(selection, raw, counter)
 
-``select_context`` runs the README's numbered stages in order, each in its module:
-
-* 1-5, route, lineage and visibility, supersession and contradiction,
-  freshness, recovery protection: :mod:`policy.admission`;
-* 6, transcript: :mod:`policy.transcript`;
-* 7, budget: :mod:`policy.budget`;
-* 8-9, rehydration and first reads: :mod:`policy.rehydration`.
-
-The stages share :mod:`policy.selection` (items, the decision ledger, the result).
+``select_context`` runs the numbered stages in order, each in its module (the map is in
+:mod:`policy`): admission (1-5), transcript (6), budget (7), rehydration (8) and the appended
+events with their first reads (9, :mod:`policy.native`), all over one
+:class:`~policy.selection.SelectionContext` per pass.
 
 ``render_context`` (:mod:`policy.render`) serialises the selection to
 OpenAI-style messages, in the line format of :mod:`policy.lines`, and builds
@@ -131,7 +126,7 @@ def _pass(policy: ContextPolicy, boundary: GenerationBoundary, candidates: Candi
 
 
 def _select(ctx: SelectionContext, frame: _Frame) -> Selection:
-    """README stages 1-9 over the records up to the frame's boundary, and the events after it.
+    """stages 1-9 over the records up to the frame's boundary, and the events after it.
 
     Events that alone would not fit a new epoch's budget show their results as summaries instead of
     whole. With ``epoch_staleness="note"``, a continued epoch's prefix keeps the freshness it started

@@ -1,4 +1,4 @@
-"""The budget: README stage 7, which admitted items fit the token budget.
+"""The budget: stage 7, which admitted items fit the token budget.
 
 Items compete in :meth:`Item.sort_key` order: protected first (they always
 stay, whatever they cost), then by class priority (recovery, policy,

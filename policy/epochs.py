@@ -6,7 +6,7 @@ nothing with the previous one, so it pays full price where an append-only
 transcript pays for its cache reads only. An epoch keeps both properties:
 
 1. When an epoch starts, the context is assembled from the graph under the
-   policy (README stages 1-9, on the records up to the epoch's *boundary*
+   policy (stages 1-9, on the records up to the epoch's *boundary*
    ``seq``): that is the **prefix**, with a cache breakpoint at its end.
 2. Within the epoch, every later call sends the same prefix, byte for byte,
    then the **events** after the boundary, appended in order through the same

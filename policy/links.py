@@ -2,7 +2,7 @@
 
 Links are decided once, when a memory is derived, and stored on both sides
 (``supersedes`` / ``superseded_by``, ``conflicts_with``); the assembler then
-reads them (README stage 3). A new memory supersedes the live memories of the
+reads them (stage 3). A new memory supersedes the live memories of the
 same subject its owner can see, and contradicts those of another subject
 that assert a different value for one of its facts.
 """

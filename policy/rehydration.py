@@ -1,12 +1,13 @@
-"""Rehydration: README stages 8 and 9, the only way raw artifact bytes reach a model.
+"""Rehydration: stage 8, and the byte reading both ways raw artifact bytes reach a model share.
 
 8. **Rehydration, last**: :func:`plan_rehydration` plans exact evidence the
    boundary requested, cited by a selected memory, allowed raw on the route,
    within a per-item and a total byte budget; a withheld body becomes a line
    saying what to use instead.
-9. **First reads** are the epoch's appended tool messages (:mod:`policy.native`):
-   a result the participant has not read yet reaches it whole, as the tool
-   message after its call, when its route may carry it raw and it fits the cap.
+The other way is stage 9's first reads, planned in :mod:`policy.native`: a
+result the participant has not read yet reaches it whole, as the tool message
+after its call, when its route may carry it raw and it fits the cap; it is cut
+with :func:`bounded` from here.
 
 Both only plan: the caller reads the planned bytes (``activities/context.py``
 verifies them against their hash) and :func:`policy.render.render_context`

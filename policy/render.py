@@ -1,4 +1,4 @@
-"""Render and record: the second pure pass, after README stages 1-9 have selected.
+"""Render and record: the second pure pass, after stages 1-9 have selected.
 
 :func:`render_context` turns a :class:`~policy.selection.Selection` and the
 raw bytes its plan asked for into provider messages: one system message (the

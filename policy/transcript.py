@@ -1,4 +1,4 @@
-"""The transcript: README stage 6, which lineage messages a participant reads verbatim.
+"""The transcript: stage 6, which lineage messages a participant reads verbatim.
 
 Moderator directives and the current user message are protected; the
 runtime mode's window of recent messages, the opening request and the

@@ -1,6 +1,6 @@
 """Real tool-using trajectories: full replay vs. peers vs. Dossier, tokens and carried references.
 
-Each trajectory (``/work/shared/data/traces/README.md`` format) is imported
+Each trajectory (``../shared/data/traces/README.md`` format) is imported
 into the runtime graph incrementally through the live code path (model run,
 assistant message with its tool calls, ``begin_tool_call``,
 ``ingest_tool_result``); at each model call *k*

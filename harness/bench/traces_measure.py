@@ -1,6 +1,6 @@
 """The traces README's measures, implemented as written: reference extraction and matching.
 
-See ``/work/shared/data/traces/README.md`` ("Carried-reference measure"): per
+See ``../shared/data/traces/README.md`` ("Carried-reference measure"): per
 model call *k*, the leaf argument values of its tool calls (strings stripped,
 numbers as JSON, booleans/null skipped, shorter than 3 characters skipped,
 deduplicated within the call); a value *occurs* in a text when it is a

@@ -27,13 +27,13 @@ def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     return tmp_path
 
 
-SOCKET = "postgresql://postgres:@/postgres?host=/work/main/.dossier/postgres"
+SOCKET = "postgresql://postgres:@/postgres?host=/srv/dossier/.dossier/postgres"
 
 
 @pytest.mark.parametrize(
     ("url", "expected"),
     [
-        (SOCKET, "postgresql+asyncpg://postgres:@/postgres?host=/work/main/.dossier/postgres"),
+        (SOCKET, "postgresql+asyncpg://postgres:@/postgres?host=/srv/dossier/.dossier/postgres"),
         ("postgresql://root@127.0.0.1:5432/test", "postgresql+asyncpg://root@127.0.0.1:5432/test"),
         (
             "postgres://u:p%40ss@db:6543/app?sslmode=require",
@@ -57,7 +57,7 @@ def test_non_postgres_urls_are_rejected(url: str) -> None:
 @pytest.mark.parametrize(
     ("url", "expected"),
     [
-        (SOCKET, "postgresql://postgres:@/dossier_test_x?host=/work/main/.dossier/postgres"),
+        (SOCKET, "postgresql://postgres:@/dossier_test_x?host=/srv/dossier/.dossier/postgres"),
         ("postgresql://root@127.0.0.1:5432/test", "postgresql://root@127.0.0.1:5432/dossier_test_x"),
         ("postgresql+asyncpg://root@127.0.0.1:5432", "postgresql+asyncpg://root@127.0.0.1:5432/dossier_test_x"),
     ],

@@ -24,3 +24,11 @@ def test_no_committed_output_or_page_names_an_absolute_machine_path() -> None:
              for n, line in enumerate((REPO / name).read_text(encoding="utf-8", errors="replace").splitlines(), 1)
              if ABSOLUTE.search(line)]
     assert not found, found
+
+
+def test_no_committed_file_names_a_checkout_or_home_folder_of_this_machine() -> None:
+    files = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True).stdout.split()
+    pattern = re.compile(r"(^|[^A-Za-z0-9_.])/(work|root|home)/[A-Za-z0-9_.-]+/")
+    found = [name for name in files if not name.endswith((".png", ".gguf"))
+             and (REPO / name).is_file() and pattern.search((REPO / name).read_text(encoding="utf-8", errors="replace"))]
+    assert not found, found
