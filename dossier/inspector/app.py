@@ -24,8 +24,10 @@ escapes, and a strict Content-Security-Policy forbids scripts altogether.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -96,136 +98,163 @@ class _Headers(BaseHTTPMiddleware):
 Page = Callable[[Request, str], Awaitable[Response]]
 
 
+@dataclass(frozen=True)
+class _Inspector:
+    """What every page reads, kept in the app's state by :func:`create_app`."""
+
+    deps: GraphDeps
+    secret: bytes
+    render: Jinja2Templates
+    temporal_ui: str | None
+    namespace: str
+
+    def ui_url(self, workflow_id: str | None) -> str | None:
+        if not self.temporal_ui or not workflow_id:
+            return None
+        return (f"{self.temporal_ui}/namespaces/{quote(self.namespace, safe='')}"
+                f"/workflows/{quote(workflow_id, safe='')}")
+
+
+def _state(request: Request) -> _Inspector:
+    return request.app.state.inspector
+
+
+def _page(template: str, request: Request, status_code: int = 200, **context: Any) -> Response:
+    state = _state(request)
+    return state.render.TemplateResponse(request, template, {"ui_url": state.ui_url, **context},
+                                         status_code=status_code)
+
+
+def _viewer(request: Request) -> Viewer | None:
+    header = request.headers.get("authorization", "")
+    token = header[7:].strip() if header.lower().startswith("bearer ") else request.cookies.get(COOKIE)
+    return verify_viewer(_state(request).secret, token)
+
+
+def _guarded(handler: Page) -> Callable[[Request], Awaitable[Response]]:
+    """A page that needs a viewer (kept in ``request.state.viewer``); a foreign or unknown id is the same 404."""
+
+    @functools.wraps(handler)
+    async def endpoint(request: Request) -> Response:
+        found = _viewer(request)
+        if found is None:
+            return _page("unauthorized.html", request, status_code=401)
+        request.state.viewer = found
+        account = found.account_id
+        try:
+            return await handler(request, account)
+        except NotFoundError:
+            return _page("not_found.html", request, status_code=404, account=account)
+
+    return endpoint
+
+
+async def health(request: Request) -> Response:
+    return PlainTextResponse("ok")
+
+async def login(request: Request) -> Response:
+    token = request.query_params.get("token")
+    if verify_viewer(_state(request).secret, token) is None:
+        return _page("unauthorized.html", request, status_code=401)
+    response = RedirectResponse("/", status_code=303)
+    response.set_cookie(COOKIE, token or "", max_age=TOKEN_TTL_SECONDS, httponly=True, samesite="strict",
+                        path="/")
+    return response
+
+async def logout(request: Request) -> Response:
+    response = RedirectResponse("/login", status_code=303)
+    response.delete_cookie(COOKIE, path="/")
+    return response
+
+@_guarded
+async def home(request: Request, account: str) -> Response:
+    return _page("conversations.html", request, account=account,
+                conversations=await reads.conversation_list(_state(request).deps, account))
+
+@_guarded
+async def conversation(request: Request, account: str) -> Response:
+    view = await reads.conversation_view(_state(request).deps, account, request.path_params["conversation_id"],
+                                         request.query_params.get("branch"))
+    return _page("conversation.html", request, account=account, view=view)
+
+@_guarded
+async def run(request: Request, account: str) -> Response:
+    view = await reads.run_view(_state(request).deps, account, request.path_params["model_run_id"])
+    return _page("run.html", request, account=account, view=view)
+
+@_guarded
+async def record(request: Request, account: str) -> Response:
+    # Secret-class raw bytes: only for a viewer whose token may reveal, and only when asked (logged).
+    can_reveal = request.state.viewer.reveal
+    found = await reads.provenance(_state(request).deps, account, request.path_params["kind"],
+                                   request.path_params["record_id"], reveal=can_reveal and request.query_params.get("reveal") == "1")
+    return _page("record.html", request, account=account, found=found, raw_limit=reads.RAW_SHOWN_BYTES,
+                can_reveal=can_reveal)
+
+@_guarded
+async def why_not(request: Request, account: str) -> Response:
+    run_id = reads.check_uuid(request.path_params["model_run_id"], "model_run")
+    ref = request.query_params.get("record", "").strip()
+    answer = await audit_views.why_not(_state(request).deps, account, ref, run_id) if ref else None
+    return _page("why_not.html", request, account=account, run_id=run_id, ref=ref, answer=answer)
+
+@_guarded
+async def diff(request: Request, account: str) -> Response:
+    run_id = reads.check_uuid(request.path_params["model_run_id"], "model_run")
+    against = request.query_params.get("against") or None
+    if against is not None:
+        against = reads.check_uuid(against, "model_run")
+    try:
+        answer = await audit_views.diff(_state(request).deps, account, run_id, against)
+    except NotFoundError:
+        if against is not None or not await reads.owns_assembly(_state(request).deps, account, run_id):
+            raise  # a foreign or unknown run: the same 404 as everywhere
+        answer = None  # the viewer's own run, with no previous call to compare with
+    return _page("diff.html", request, account=account, run_id=run_id, against=against, answer=answer)
+
+@_guarded
+async def what_if(request: Request, account: str) -> Response:
+    policy = request.query_params.get("policy", "").strip()
+    conversation_id = request.query_params.get("conversation") or None
+    if conversation_id is not None:
+        conversation_id = reads.check_uuid(conversation_id, "conversation")
+    answer, error = None, None
+    if policy:
+        try:
+            answer = await audit_views.what_if(_state(request).deps, account, policy, conversation_id)
+        except UnknownPolicyVersionError as unknown:
+            error = str(unknown)
+    return _page("what_if.html", request, status_code=400 if error else 200, account=account, policy=policy,
+                conversation_id=conversation_id, versions=audit_views.policy_versions(), answer=answer,
+                error=error)
+
+
+ROUTES = [
+    Route("/healthz", health),
+    Route("/login", login),
+    Route("/logout", logout),
+    Route("/", home),
+    Route("/conversations/{conversation_id}", conversation),
+    Route("/runs/{model_run_id}", run),
+    Route("/runs/{model_run_id}/why-not", why_not),
+    Route("/runs/{model_run_id}/diff", diff),
+    Route("/records/{kind}/{record_id}", record),
+    Route("/what-if", what_if),
+    Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
+]
+
+
 def create_app(deps: GraphDeps, *, secret: bytes, temporal_ui: str | None = None,
                namespace: str = "default") -> Starlette:
     """The inspector app over ``deps``.
 
-    Args:
-        deps: graph dependencies (sessions and artifact store) on the project's store.
-        secret: the key viewer tokens are signed with (:func:`dossier.inspector.auth.load_secret`).
-        temporal_ui: base URL of the Temporal Web UI, for links to a run's workflow; none when ``None``.
-        namespace: the Temporal namespace of the workflows.
-
-    Returns:
-        The ASGI app.
+    Viewer tokens are verified with ``secret`` (:func:`dossier.inspector.auth.load_secret`); a run links to
+    its workflow in the Temporal UI at ``temporal_ui``, when given.
     """
-    render = templates()
-
-    def ui_url(workflow_id: str | None) -> str | None:
-        if not temporal_ui or not workflow_id:
-            return None
-        return f"{temporal_ui}/namespaces/{quote(namespace, safe='')}/workflows/{quote(workflow_id, safe='')}"
-
-    def page(template: str, request: Request, status_code: int = 200, **context: Any) -> Response:
-        return render.TemplateResponse(request, template, {"ui_url": ui_url, **context}, status_code=status_code)
-
-    def viewer(request: Request) -> Viewer | None:
-        header = request.headers.get("authorization", "")
-        token = header[7:].strip() if header.lower().startswith("bearer ") else request.cookies.get(COOKIE)
-        return verify_viewer(secret, token)
-
-    def guarded(handler: Page) -> Callable[[Request], Awaitable[Response]]:
-        """A page that needs a viewer (kept in ``request.state.viewer``); a foreign or unknown id is the same 404."""
-
-        async def endpoint(request: Request) -> Response:
-            found = viewer(request)
-            if found is None:
-                return page("unauthorized.html", request, status_code=401)
-            request.state.viewer = found
-            account = found.account_id
-            try:
-                return await handler(request, account)
-            except NotFoundError:
-                return page("not_found.html", request, status_code=404, account=account)
-
-        return endpoint
-
-    async def health(request: Request) -> Response:
-        return PlainTextResponse("ok")
-
-    async def login(request: Request) -> Response:
-        token = request.query_params.get("token")
-        if verify_viewer(secret, token) is None:
-            return page("unauthorized.html", request, status_code=401)
-        response = RedirectResponse("/", status_code=303)
-        response.set_cookie(COOKIE, token or "", max_age=TOKEN_TTL_SECONDS, httponly=True, samesite="strict",
-                            path="/")
-        return response
-
-    async def logout(request: Request) -> Response:
-        response = RedirectResponse("/login", status_code=303)
-        response.delete_cookie(COOKIE, path="/")
-        return response
-
-    async def home(request: Request, account: str) -> Response:
-        return page("conversations.html", request, account=account,
-                    conversations=await reads.conversation_list(deps, account))
-
-    async def conversation(request: Request, account: str) -> Response:
-        view = await reads.conversation_view(deps, account, request.path_params["conversation_id"],
-                                             request.query_params.get("branch"))
-        return page("conversation.html", request, account=account, view=view)
-
-    async def run(request: Request, account: str) -> Response:
-        view = await reads.run_view(deps, account, request.path_params["model_run_id"])
-        return page("run.html", request, account=account, view=view)
-
-    async def record(request: Request, account: str) -> Response:
-        # Secret-class raw bytes: only for a viewer whose token may reveal, and only when asked (logged).
-        can_reveal = request.state.viewer.reveal
-        found = await reads.provenance(deps, account, request.path_params["kind"], request.path_params["record_id"],
-                                       reveal=can_reveal and request.query_params.get("reveal") == "1")
-        return page("record.html", request, account=account, found=found, raw_limit=reads.RAW_SHOWN_BYTES,
-                    can_reveal=can_reveal)
-
-    async def why_not(request: Request, account: str) -> Response:
-        run_id = reads.check_uuid(request.path_params["model_run_id"], "model_run")
-        ref = request.query_params.get("record", "").strip()
-        answer = await audit_views.why_not(deps, account, ref, run_id) if ref else None
-        return page("why_not.html", request, account=account, run_id=run_id, ref=ref, answer=answer)
-
-    async def diff(request: Request, account: str) -> Response:
-        run_id = reads.check_uuid(request.path_params["model_run_id"], "model_run")
-        against = request.query_params.get("against") or None
-        if against is not None:
-            against = reads.check_uuid(against, "model_run")
-        try:
-            answer = await audit_views.diff(deps, account, run_id, against)
-        except NotFoundError:
-            if against is not None or not await reads.owns_assembly(deps, account, run_id):
-                raise  # a foreign or unknown run: the same 404 as everywhere
-            answer = None  # the viewer's own run, with no previous call to compare with
-        return page("diff.html", request, account=account, run_id=run_id, against=against, answer=answer)
-
-    async def what_if(request: Request, account: str) -> Response:
-        policy = request.query_params.get("policy", "").strip()
-        conversation_id = request.query_params.get("conversation") or None
-        if conversation_id is not None:
-            conversation_id = reads.check_uuid(conversation_id, "conversation")
-        answer, error = None, None
-        if policy:
-            try:
-                answer = await audit_views.what_if(deps, account, policy, conversation_id)
-            except UnknownPolicyVersionError as unknown:
-                error = str(unknown)
-        return page("what_if.html", request, status_code=400 if error else 200, account=account, policy=policy,
-                    conversation_id=conversation_id, versions=audit_views.policy_versions(), answer=answer,
-                    error=error)
-
-    routes = [
-        Route("/healthz", health),
-        Route("/login", login),
-        Route("/logout", logout),
-        Route("/", guarded(home)),
-        Route("/conversations/{conversation_id}", guarded(conversation)),
-        Route("/runs/{model_run_id}", guarded(run)),
-        Route("/runs/{model_run_id}/why-not", guarded(why_not)),
-        Route("/runs/{model_run_id}/diff", guarded(diff)),
-        Route("/records/{kind}/{record_id}", guarded(record)),
-        Route("/what-if", guarded(what_if)),
-        Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
-    ]
-    return Starlette(routes=routes, middleware=[Middleware(_Headers)])
+    app = Starlette(routes=ROUTES, middleware=[Middleware(_Headers)])
+    app.state.inspector = _Inspector(deps=deps, secret=secret, render=templates(), temporal_ui=temporal_ui,
+                                     namespace=namespace)
+    return app
 
 
 READ_PATHS = (
