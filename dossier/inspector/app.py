@@ -186,10 +186,12 @@ async def run(request: Request, account: str) -> Response:
 async def record(request: Request, account: str) -> Response:
     # Secret-class raw bytes: only for a viewer whose token may reveal, and only when asked (logged).
     can_reveal = request.state.viewer.reveal
+    reveal = can_reveal and request.query_params.get("reveal") == "1"
     found = await reads.provenance(_state(request).deps, account, request.path_params["kind"],
-                                   request.path_params["record_id"], reveal=can_reveal and request.query_params.get("reveal") == "1")
+                                   request.path_params["record_id"], reveal=reveal)
     return _page("record.html", request, account=account, found=found, raw_limit=reads.RAW_SHOWN_BYTES,
-                can_reveal=can_reveal)
+                 can_reveal=can_reveal)
+
 
 @_guarded
 async def why_not(request: Request, account: str) -> Response:
