@@ -169,7 +169,7 @@ async def logout(request: Request) -> Response:
 @_guarded
 async def home(request: Request, account: str) -> Response:
     return _page("conversations.html", request, account=account,
-                conversations=await reads.conversation_list(_state(request).deps, account))
+                 conversations=await reads.conversation_list(_state(request).deps, account))
 
 @_guarded
 async def conversation(request: Request, account: str) -> Response:
@@ -227,8 +227,8 @@ async def what_if(request: Request, account: str) -> Response:
         except UnknownPolicyVersionError as unknown:
             error = str(unknown)
     return _page("what_if.html", request, status_code=400 if error else 200, account=account, policy=policy,
-                conversation_id=conversation_id, versions=audit_views.policy_versions(), answer=answer,
-                error=error)
+                 conversation_id=conversation_id, versions=audit_views.policy_versions(), answer=answer,
+                 error=error)
 
 
 ROUTES = [
