@@ -64,6 +64,7 @@ SECURITY_HEADERS = {
     "Cache-Control": "no-store",
 }
 
+
 def visible(value: Any) -> str:
     """Text with control, format (zero-width, bidi, tag) and separator characters shown as ``\\xNN`` /
     ``\\uNNNN`` escapes, newlines and tabs kept: :func:`policy.lines.escape_invisible`, as the CLI prints them.
@@ -152,6 +153,7 @@ def _guarded(handler: Page) -> Callable[[Request], Awaitable[Response]]:
 async def health(request: Request) -> Response:
     return PlainTextResponse("ok")
 
+
 async def login(request: Request) -> Response:
     token = request.query_params.get("token")
     if verify_viewer(_state(request).secret, token) is None:
@@ -161,15 +163,18 @@ async def login(request: Request) -> Response:
                         path="/")
     return response
 
+
 async def logout(request: Request) -> Response:
     response = RedirectResponse("/login", status_code=303)
     response.delete_cookie(COOKIE, path="/")
     return response
 
+
 @_guarded
 async def home(request: Request, account: str) -> Response:
     return _page("conversations.html", request, account=account,
                  conversations=await reads.conversation_list(_state(request).deps, account))
+
 
 @_guarded
 async def conversation(request: Request, account: str) -> Response:
@@ -177,10 +182,12 @@ async def conversation(request: Request, account: str) -> Response:
                                          request.query_params.get("branch"))
     return _page("conversation.html", request, account=account, view=view)
 
+
 @_guarded
 async def run(request: Request, account: str) -> Response:
     view = await reads.run_view(_state(request).deps, account, request.path_params["model_run_id"])
     return _page("run.html", request, account=account, view=view)
+
 
 @_guarded
 async def record(request: Request, account: str) -> Response:
@@ -200,6 +207,7 @@ async def why_not(request: Request, account: str) -> Response:
     answer = await audit_views.why_not(_state(request).deps, account, ref, run_id) if ref else None
     return _page("why_not.html", request, account=account, run_id=run_id, ref=ref, answer=answer)
 
+
 @_guarded
 async def diff(request: Request, account: str) -> Response:
     run_id = reads.check_uuid(request.path_params["model_run_id"], "model_run")
@@ -213,6 +221,7 @@ async def diff(request: Request, account: str) -> Response:
             raise  # a foreign or unknown run: the same 404 as everywhere
         answer = None  # the viewer's own run, with no previous call to compare with
     return _page("diff.html", request, account=account, run_id=run_id, against=against, answer=answer)
+
 
 @_guarded
 async def what_if(request: Request, account: str) -> Response:
