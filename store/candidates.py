@@ -354,98 +354,22 @@ async def load_candidates(
     lineage_conversation, lineage = await _lineage_rows(session, account_id, branch_id)
     if lineage_conversation != conversation_id:
         raise NotFoundError("branch", branch_id)
-    args = (session, account_id, conversation_id)
-
-    recent_messages = await _pool(
-        *args, Message, _arms(Message, lineage, snapshot_seq, LIVE_SCOPE_SQL), limits.max_messages
-    )
-    directives = await _pool(
-        *args,
-        Message,
-        [or_(*_arms(Message, lineage, snapshot_seq, LIVE_SCOPE_SQL))],
-        limits.max_directives,
-        text("is_directive"),
-    )
-    messages = _merge(recent_messages, directives)
-
-    call_arms = _arms(ToolCall, lineage, snapshot_seq, LIVE_SCOPE_SQL)
-    recent_calls = await _pool(*args, ToolCall, call_arms, limits.max_tool_calls)
-    # Open calls and failed calls are pinned in pools of their own: failures never push an open call out.
-    open_calls, unloaded_open = await _pinned_calls(
-        *args, call_arms, snapshot_seq=snapshot_seq, pinned_sql=_OPEN_CALL_SQL, statuses=_OPEN,
-        limit=limits.max_open_tool_calls)
-    failed_calls, unloaded_failed = await _pinned_calls(
-        *args, call_arms, snapshot_seq=snapshot_seq, pinned_sql=_FAILED_CALL_SQL, statuses=_FAILED,
-        limit=limits.max_pinned_tool_calls)
-    tool_calls = _merge(recent_calls, open_calls, failed_calls)
-
-    memory_arms = _arms(ToolMemory, lineage, snapshot_seq, LIVE_SCOPE_SQL)
-    live_at_snapshot = or_(ToolMemory.superseded_seq.is_(None), ToolMemory.superseded_seq > snapshot_seq)
-    live = await _pool(*args, ToolMemory, memory_arms, limits.max_memories, live_at_snapshot)
-    superseded = await _pool(
-        *args,
-        ToolMemory,
-        memory_arms,
-        limits.max_memories - len(live),
-        ToolMemory.superseded_seq <= snapshot_seq,
-    )
-    memories = _merge(live, superseded)
-    memory_seqs = {row.id: row.seq for row in memories}
-    superseded_at = await _superseded_at(session, account_id, conversation_id, memories, snapshot_seq)
-    linked = {m for row in memories for m in (*row.conflicts_with, *row.supersedes)} - memory_seqs.keys()
-    if linked:
-        found = await session.execute(
-            select(ToolMemory.id, ToolMemory.seq).where(
-                ToolMemory.account_id == account_id, ToolMemory.id.in_(sorted(linked))
-            )
-        )
-        memory_seqs.update({row.id: row.seq for row in found})
-
-    recent_artifacts = await _pool(
-        *args, ToolArtifact, _arms(ToolArtifact, lineage, snapshot_seq, LIVE_SCOPE_SQL), limits.max_artifacts
-    )
-    cited = {a for row in memories for a in row.source_artifact_ids}
-    cited |= {loc["artifact_id"] for row in memories for loc in row.locators if "artifact_id" in loc}
-    cited |= set(extra_artifact_ids)
-    cited -= {row.id for row in recent_artifacts}
-    cited_artifacts: list[ToolArtifact] = []
-    if cited:
-        cited_artifacts = list(
-            await session.scalars(
-                select(ToolArtifact).where(
-                    ToolArtifact.account_id == account_id,
-                    ToolArtifact.conversation_id == conversation_id,
-                    ToolArtifact.id.in_(sorted(cited)),
-                    ToolArtifact.seq <= snapshot_seq,
-                )
-            )
-        )
-    artifacts = _merge(recent_artifacts, cited_artifacts)
-
+    at = _Slice(session, account_id, conversation_id, lineage, snapshot_seq, limits)
+    messages = await _messages(at)
+    tool_calls, unloaded_open, unloaded_failed = await _tool_calls(at)
+    memories, memory_seqs, superseded_at = await _memories(at)
+    artifacts = await _artifacts(at, memories, extra_artifact_ids)
     skill_states = await _skill_states_at(session, account_id, conversation_id, lineage, snapshot_seq,
                                           limits.max_skill_states)
-    checkpoints = await _pool(
-        *args,
-        ContinuationCheckpoint,
-        _arms(ContinuationCheckpoint, lineage, snapshot_seq, _VISIBLE_IN_CONVERSATION_SQL),
-        limits.max_checkpoints,
-    )
+    checkpoints = await _pool(*at.args, ContinuationCheckpoint,
+                              _arms(ContinuationCheckpoint, lineage, snapshot_seq, _VISIBLE_IN_CONVERSATION_SQL),
+                              limits.max_checkpoints)
     participants = await session.scalars(
         select(Participant)
         .where(Participant.account_id == account_id, Participant.conversation_id == conversation_id)
         .order_by(Participant.created_at, Participant.id)
     )
-    if user_memory_seq is None:
-        user_memory_seq = await user_memory_snapshot(session, account_id)
-    user_memories = list(
-        await session.scalars(
-            select(UserMemory)
-            .where(UserMemory.account_id == account_id, UserMemory.seq <= user_memory_seq)
-            .order_by(UserMemory.seq.desc())
-            .limit(limits.max_user_memories)
-        )
-    )
-
+    user_memories = await _user_memories(at, user_memory_seq)
     return CandidateSet(
         snapshot_seq=snapshot_seq,
         lineage=lineage,
@@ -460,6 +384,101 @@ async def load_candidates(
         checkpoints=tuple(to_checkpoint(row) for row in checkpoints),
         unloaded_open_calls=unloaded_open,
         unloaded_failed_calls=unloaded_failed,
+    )
+
+
+@dataclass(frozen=True)
+class _Slice:
+    """Where every pool of one load reads: the conversation, the branch's lineage, the snapshot, the bounds."""
+
+    session: AsyncSession
+    account_id: str
+    conversation_id: str
+    lineage: Lineage
+    snapshot_seq: int
+    limits: CandidateLimits
+
+    @property
+    def args(self) -> tuple[AsyncSession, str, str]:
+        return self.session, self.account_id, self.conversation_id
+
+    def arms(self, model: type[M], wide_sql: str = LIVE_SCOPE_SQL) -> list[ColumnElement[bool]]:
+        return _arms(model, self.lineage, self.snapshot_seq, wide_sql)
+
+
+async def _messages(at: _Slice) -> list[Message]:
+    """The newest messages, and the directives however old (a moderator's rule outlives the window)."""
+    recent = await _pool(*at.args, Message, at.arms(Message), at.limits.max_messages)
+    directives = await _pool(*at.args, Message, [or_(*at.arms(Message))], at.limits.max_directives,
+                             text("is_directive"))
+    return _merge(recent, directives)
+
+
+async def _tool_calls(at: _Slice) -> tuple[list[ToolCall], int, int]:
+    """The newest calls, and open and failed calls in pools of their own: failures never push an open call out."""
+    arms = at.arms(ToolCall)
+    recent = await _pool(*at.args, ToolCall, arms, at.limits.max_tool_calls)
+    open_calls, unloaded_open = await _pinned_calls(
+        *at.args, arms, snapshot_seq=at.snapshot_seq, pinned_sql=_OPEN_CALL_SQL, statuses=_OPEN,
+        limit=at.limits.max_open_tool_calls)
+    failed_calls, unloaded_failed = await _pinned_calls(
+        *at.args, arms, snapshot_seq=at.snapshot_seq, pinned_sql=_FAILED_CALL_SQL, statuses=_FAILED,
+        limit=at.limits.max_pinned_tool_calls)
+    return _merge(recent, open_calls, failed_calls), unloaded_open, unloaded_failed
+
+
+async def _memories(at: _Slice) -> tuple[list[ToolMemory], dict[str, int], dict[str, int]]:
+    """Live memories first, superseded ones in what is left; with the seq of every memory they link to."""
+    arms = at.arms(ToolMemory)
+    live_at_snapshot = or_(ToolMemory.superseded_seq.is_(None), ToolMemory.superseded_seq > at.snapshot_seq)
+    live = await _pool(*at.args, ToolMemory, arms, at.limits.max_memories, live_at_snapshot)
+    superseded = await _pool(*at.args, ToolMemory, arms, at.limits.max_memories - len(live),
+                             ToolMemory.superseded_seq <= at.snapshot_seq)
+    memories = _merge(live, superseded)
+    memory_seqs = {row.id: row.seq for row in memories}
+    superseded_at = await _superseded_at(*at.args, memories, at.snapshot_seq)
+    linked = {m for row in memories for m in (*row.conflicts_with, *row.supersedes)} - memory_seqs.keys()
+    if linked:
+        found = await at.session.execute(
+            select(ToolMemory.id, ToolMemory.seq).where(
+                ToolMemory.account_id == at.account_id, ToolMemory.id.in_(sorted(linked))
+            )
+        )
+        memory_seqs.update({row.id: row.seq for row in found})
+    return memories, memory_seqs, superseded_at
+
+
+async def _artifacts(at: _Slice, memories: Sequence[ToolMemory], extra_ids: Sequence[str]) -> list[ToolArtifact]:
+    """The newest artifacts, and every artifact a loaded memory cites or the caller asks for, however old."""
+    recent = await _pool(*at.args, ToolArtifact, at.arms(ToolArtifact), at.limits.max_artifacts)
+    cited = {a for row in memories for a in row.source_artifact_ids}
+    cited |= {loc["artifact_id"] for row in memories for loc in row.locators if "artifact_id" in loc}
+    cited |= set(extra_ids)
+    cited -= {row.id for row in recent}
+    if not cited:
+        return _merge(recent)  # in seq order, as every pool leaves here
+    older = await at.session.scalars(
+        select(ToolArtifact).where(
+            ToolArtifact.account_id == at.account_id,
+            ToolArtifact.conversation_id == at.conversation_id,
+            ToolArtifact.id.in_(sorted(cited)),
+            ToolArtifact.seq <= at.snapshot_seq,
+        )
+    )
+    return _merge(recent, list(older))
+
+
+async def _user_memories(at: _Slice, user_memory_seq: int | None) -> list[UserMemory]:
+    """The account's newest user memories up to its user-memory snapshot (read now when not given)."""
+    if user_memory_seq is None:
+        user_memory_seq = await user_memory_snapshot(at.session, at.account_id)
+    return list(
+        await at.session.scalars(
+            select(UserMemory)
+            .where(UserMemory.account_id == at.account_id, UserMemory.seq <= user_memory_seq)
+            .order_by(UserMemory.seq.desc())
+            .limit(at.limits.max_user_memories)
+        )
     )
 
 
