@@ -139,13 +139,13 @@ async def discussion(dossier: DossierClient, temporal: Client) -> str:
 async def scheduled_job(dossier: DossierClient, temporal: Client) -> str:
     """A Temporal Schedule fires (triggered now): the job writes its prompt and runs a turn."""
     schedule_id = "replay-digest"
-    await dossier.create_schedule(schedule_id, "Digest of open support tickets by priority.",
+    await dossier.schedules.create(schedule_id, "Digest of open support tickets by priority.",
                                   every=timedelta(hours=24), model="scripted:digest")
     try:
-        await dossier.trigger_schedule(schedule_id)
-        job = await dossier.wait_schedule_run(schedule_id, timeout=120)
+        await dossier.schedules.trigger(schedule_id)
+        job = await dossier.schedules.wait_run(schedule_id, timeout=120)
     finally:
-        await dossier.delete_schedule(schedule_id)
+        await dossier.schedules.delete(schedule_id)
     _check(job.result, "answered")
     return job.workflow_id
 

@@ -294,7 +294,7 @@ def _runs(args: argparse.Namespace) -> int:
     args.conversation = check_id(args.conversation, "conversation")
 
     async def work(client: DossierClient) -> int:
-        rows = await client.runs(args.conversation)
+        rows = await client.runs.list(args.conversation)
         if args.json:
             print(json.dumps([row.to_json() for row in rows], indent=2))
             return 0

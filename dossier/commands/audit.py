@@ -81,7 +81,7 @@ def _emit(result: Any, args: argparse.Namespace, human: Any) -> int:
 def _explain(args: argparse.Namespace) -> int:
     check_id(args.model_run_id, "model run")  # refused before any service is contacted
     async def work(client: Any) -> int:
-        return _emit(await client.explain(args.model_run_id, trace=args.trace), args, _show_explanation)
+        return _emit(await client.runs.explain(args.model_run_id, trace=args.trace), args, _show_explanation)
     return _run(_with_client(work))
 
 
@@ -89,7 +89,7 @@ def _why_not(args: argparse.Namespace) -> int:
     check_record_ref(args.record_id)
     check_id(args.model_run_id, "model run")
     async def work(client: Any) -> int:
-        return _emit(await client.why_not(args.record_id, args.model_run_id), args, _show_why_not)
+        return _emit(await client.runs.why_not(args.record_id, args.model_run_id), args, _show_why_not)
     return _run(_with_client(work))
 
 
@@ -99,7 +99,7 @@ def _what_if(args: argparse.Namespace) -> int:
     if args.last is not None and args.last < 1:
         raise InvalidInputError(f"--last takes a positive number of runs, not {args.last}")
     async def work(client: Any) -> int:
-        report = await client.what_if(args.policy, conversation_id=args.conversation, account_id=args.account,
+        report = await client.runs.what_if(args.policy, conversation_id=args.conversation, account_id=args.account,
                                       last=args.last)
         return _emit(report, args, _show_what_if)
     return _run(_with_client(work))
@@ -109,7 +109,7 @@ def _diff(args: argparse.Namespace) -> int:
     check_id(args.model_run_id, "model run")
     check_id(args.other_model_run_id, "model run")
     async def work(client: Any) -> int:
-        result = await client.diff(args.model_run_id, args.other_model_run_id, policy_version=args.policy)
+        result = await client.runs.diff(args.model_run_id, args.other_model_run_id, policy_version=args.policy)
         return _emit(result, args, _show_diff)
     return _run(_with_client(work))
 

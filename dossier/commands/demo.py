@@ -124,21 +124,21 @@ async def _demo(args: argparse.Namespace) -> int:
 
         _section("7. Scheduled job: a Temporal Schedule fires an agent turn")
         schedule_id = f"demo-digest-{conversation[:8]}"
-        await client.create_schedule(schedule_id, "Digest of open support tickets by priority.",
+        await client.schedules.create(schedule_id, "Digest of open support tickets by priority.",
                                      every=timedelta(hours=24), model="scripted:digest",
                                      conversation_id=conversation, branch_id=root)
-        await client.trigger_schedule(schedule_id)
-        job = await client.wait_schedule_run(schedule_id)
+        await client.schedules.trigger(schedule_id)
+        job = await client.schedules.wait_run(schedule_id)
         _say(f"schedule {schedule_id} fired {job.workflow_id}")
         _turn(job)
-        await client.delete_schedule(schedule_id)
+        await client.schedules.delete(schedule_id)
 
         _section("Transcript (main branch, as the human sees it)")
         for speaker, text in await client.transcript(conversation, root):
             _say(f"{speaker}: {text}")
 
         _section("Every model call: full transcript replay vs Dossier's assembled context (tokens)")
-        rows = await client.runs(conversation)
+        rows = await client.runs.list(conversation)
         _say(f"{'kind':<15} {'participant':<14} {'legacy':>7} {'dossier':>8} {'saved':>6}  workflow")
         for row in rows:
             if row.legacy_tokens is None:

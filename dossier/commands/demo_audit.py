@@ -98,11 +98,11 @@ async def audit_trail(client: DossierClient, conversation_id: str, say: Callable
     Returns:
         What was shown.
     """
-    runs = [row for row in await client.runs(conversation_id) if row.context_assembly_id]
+    runs = [row for row in await client.runs.list(conversation_id) if row.context_assembly_id]
     explained: Explanation | None = None
     kept_out: OmittedRecord | None = None
     for row in sorted(runs, key=lambda run: run.started_at, reverse=True):  # newest first wins a tie
-        explanation = await client.explain(row.model_run_id)
+        explanation = await client.runs.explain(row.model_run_id)
         candidate = _kept_out(explanation)
         if explained is None or (candidate is not None and (kept_out is None or _rank(candidate) < _rank(kept_out))):
             explained, kept_out = explanation, candidate
@@ -114,7 +114,7 @@ async def audit_trail(client: DossierClient, conversation_id: str, say: Callable
         if record_id is not None:
             say("")
             say(f"$ dossier why-not {record_id} {explained.model_run_id}")
-            for line in _captured(_show_why_not, await client.why_not(record_id, explained.model_run_id)):
+            for line in _captured(_show_why_not, await client.runs.why_not(record_id, explained.model_run_id)):
                 say(line)
     else:
         say("(no model run of this conversation has a stored assembly to explain)")

@@ -98,7 +98,7 @@ async def local_session(client: DossierClient, model: str, say: Callable[[str], 
     await _report(client, say, follow, None)
 
     say("-- every local model call: Dossier's assembled context vs the provider-reported usage")
-    rows = sorted([*await client.runs(conversation), *await client.runs(pick_conversation)],
+    rows = sorted([*await client.runs.list(conversation), *await client.runs.list(pick_conversation)],
                   key=lambda row: row.started_at)
     say(f"{'kind':<12} {'participant':<13} {'legacy':>6} {'dossier':>7} {'prov in':>7} {'cached':>6} "
         f"{'prov out':>8} {'seconds':>7}  temporal ui")

@@ -42,14 +42,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 async def _add(text: str) -> int:
     async def work(client: DossierClient) -> int:
-        memory = await client.add_memory(text)
+        memory = await client.memories.add(text)
         print(f"remembered {memory.id}")
         return 0
     return await _with_client(work)
 
 
 async def _list(client: DossierClient, args: argparse.Namespace) -> int:
-    rows = await client.memories()
+    rows = await client.memories.list()
     if args.json:
         print(json.dumps([row.model_dump(mode="json") for row in rows], indent=2))
         return 0
@@ -61,7 +61,7 @@ async def _list(client: DossierClient, args: argparse.Namespace) -> int:
 
 
 async def _forget(client: DossierClient, args: argparse.Namespace) -> int:
-    await client.forget_memory(args.memory_id)
+    await client.memories.forget(args.memory_id)
     print(f"forgot {args.memory_id}")
     return 0
 

@@ -36,14 +36,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 async def _create(client: DossierClient, args: argparse.Namespace) -> int:
-    await client.create_schedule(args.schedule_id, args.prompt, every=timedelta(seconds=args.every),
+    await client.schedules.create(args.schedule_id, args.prompt, every=timedelta(seconds=args.every),
                                  model=args.model, conversation_id=args.conversation, paused=args.paused)
     print(f"created schedule {args.schedule_id}: every {args.every:g} s, model {args.model}")
     return 0
 
 
 async def _list(client: DossierClient, args: argparse.Namespace) -> int:
-    rows = await client.list_schedules()
+    rows = await client.schedules.list()
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
@@ -57,10 +57,10 @@ async def _list(client: DossierClient, args: argparse.Namespace) -> int:
 
 async def _act(client: DossierClient, action: str, args: argparse.Namespace) -> int:
     if action == "trigger":
-        await client.trigger_schedule(args.schedule_id)
+        await client.schedules.trigger(args.schedule_id)
     elif action in ("pause", "unpause"):
-        await client.pause_schedule(args.schedule_id, paused=action == "pause")
+        await client.schedules.pause(args.schedule_id, paused=action == "pause")
     else:
-        await client.delete_schedule(args.schedule_id)
+        await client.schedules.delete(args.schedule_id)
     print(f"{action}: {args.schedule_id}")
     return 0

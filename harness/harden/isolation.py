@@ -337,7 +337,7 @@ async def _client_paths(stack: Stack, prober: Prober, me: str, other: AccountIds
     await prober.attempt("client.transcript", (conversation, branch), (_uuid(), _uuid()),
                          lambda ids: client.transcript(*ids))
     await prober.attempt("client.message_text", message, _uuid(), client.message_text)
-    await prober.attempt("client.runs", conversation, _uuid(), lambda c: client.runs(c))
+    await prober.attempt("client.runs", conversation, _uuid(), lambda c: client.runs.list(c))
     await prober.attempt("client.first_user_message", (conversation, branch), (_uuid(), _uuid()),
                          lambda ids: client.first_user_message(*ids))
     await prober.attempt("client.fork", (conversation, message), (_uuid(), _uuid()),
@@ -385,29 +385,31 @@ async def _audit_paths(stack: Stack, prober: Prober, client: Any, me: str, other
     mine = await assembled_runs(stack, me)
     conversation = _ids_of(other, "conversation")[0]
     for run in theirs[:2]:
-        await prober.attempt("client.explain", run, _uuid(), client.explain)
-        await prober.attempt("client.explain(trace)", run, _uuid(), lambda r: client.explain(r, trace=True))
-        await prober.attempt("client.diff(consecutive)", run, _uuid(), client.diff)
-        await prober.attempt("client.diff(policy)", run, _uuid(), lambda r: client.diff(r, policy_version=AUDIT_POLICY))
+        await prober.attempt("client.explain", run, _uuid(), client.runs.explain)
+        await prober.attempt("client.explain(trace)", run, _uuid(), lambda r: client.runs.explain(r, trace=True))
+        await prober.attempt("client.diff(consecutive)", run, _uuid(), client.runs.diff)
+        await prober.attempt("client.diff(policy)", run, _uuid(),
+                             lambda r: client.runs.diff(r, policy_version=AUDIT_POLICY))
         await prober.attempt("client.why_not(foreign run)", run, _uuid(),
-                             lambda r: client.why_not(_ids_of(other, "memory")[0] if other.ids.get("memory")
+                             lambda r: client.runs.why_not(_ids_of(other, "memory")[0] if other.ids.get("memory")
                                                       else _ids_of(other, "message")[0], r))
         if mine:
-            await prober.attempt("client.diff(own run, foreign run)", run, _uuid(), lambda r: client.diff(mine[0], r))
+            await prober.attempt("client.diff(own run, foreign run)", run, _uuid(),
+                                 lambda r: client.runs.diff(mine[0], r))
     if mine:  # my own run, asked about their records: answered exactly as an id that exists nowhere
         for kind in ("memory", "artifact", "tool_call", "message"):
             for record in _ids_of(other, kind)[:2]:
                 await prober.attempt(f"client.why_not(own run, foreign {kind})", record, _uuid(),
-                                     lambda r: client.why_not(r, mine[0]))
+                                     lambda r: client.runs.why_not(r, mine[0]))
                 await prober.attempt(f"client.why_not(own run, foreign {kind} as ref)", (kind, record),
-                                     (kind, _uuid()), lambda pair: client.why_not(f"{pair[0]}:{pair[1]}", mine[0]))
+                                     (kind, _uuid()), lambda pair: client.runs.why_not(f"{pair[0]}:{pair[1]}", mine[0]))
     await prober.attempt("client.what_if(conversation)", conversation, _uuid(),
-                         lambda c: client.what_if(AUDIT_POLICY, conversation_id=c))
+                         lambda c: client.runs.what_if(AUDIT_POLICY, conversation_id=c))
     await prober.attempt("client.what_if(account)", other.account, _uuid(),
-                         lambda a: client.what_if(AUDIT_POLICY, account_id=a))
+                         lambda a: client.runs.what_if(AUDIT_POLICY, account_id=a))
     foreign_runs = set(theirs)
     await prober.attempt("client.what_if(last)", other.account, _uuid(),
-                         lambda _: _no_runs(client.what_if(AUDIT_POLICY, last=50)),
+                         lambda _: _no_runs(client.runs.what_if(AUDIT_POLICY, last=50)),
                          leak_check=lambda runs: bool(set(runs) & foreign_runs))
 
 
@@ -428,8 +430,8 @@ async def _runtime_tool_paths(stack: Stack, prober: Prober, me: str, other: Acco
     client = DossierClient(deps=deps, temporal=None, settings=stack.settings, account_id=me)  # type: ignore[arg-type]
     theirs = [row for row in other.ids.get("user_memory", []) if isinstance(row, tuple)]
     for memory_id, memory_text in theirs[:2]:
-        await prober.attempt("client.forget_memory", memory_id, _uuid(), client.forget_memory)
-        await prober.attempt("client.memories", memory_id, _uuid(), lambda _: client.memories(),
+        await prober.attempt("client.forget_memory", memory_id, _uuid(), client.memories.forget)
+        await prober.attempt("client.memories", memory_id, _uuid(), lambda _: client.memories.list(),
                              leak_check=lambda rows, t=memory_text: any(r.text == t for r in rows))
 
         async def forget(one_id: str) -> bool:

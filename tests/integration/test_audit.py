@@ -322,16 +322,16 @@ async def test_unknown_and_foreign_ids_read_the_same(graph_deps) -> None:
             return text
         raise AssertionError("not refused")
 
-    assert await message_of(client.explain(theirs.model_run_id)) == await message_of(client.explain(unknown))
-    assert await message_of(client.why_not(scratch, mine.model_run_id)) == \
-        await message_of(client.why_not(unknown, mine.model_run_id))
-    assert await message_of(client.diff(theirs.model_run_id)) == await message_of(client.diff(unknown))
-    assert await message_of(client.what_if("dossier-lean/1", conversation_id=theirs.conversation_id)) == \
-        await message_of(client.what_if("dossier-lean/1", conversation_id=unknown))
+    assert await message_of(client.runs.explain(theirs.model_run_id)) == await message_of(client.runs.explain(unknown))
+    assert await message_of(client.runs.why_not(scratch, mine.model_run_id)) == \
+        await message_of(client.runs.why_not(unknown, mine.model_run_id))
+    assert await message_of(client.runs.diff(theirs.model_run_id)) == await message_of(client.runs.diff(unknown))
+    assert await message_of(client.runs.what_if("dossier-lean/1", conversation_id=theirs.conversation_id)) == \
+        await message_of(client.runs.what_if("dossier-lean/1", conversation_id=unknown))
     with pytest.raises(InvalidInputError, match="unknown policy version"):
-        await client.what_if("dossier-nope/9", last=1)
+        await client.runs.what_if("dossier-nope/9", last=1)
     with pytest.raises(InvalidInputError, match="not a valid id"):
-        await client.explain("m:0be7f87a")
+        await client.runs.explain("m:0be7f87a")
 
 
 async def test_cli_json_shapes(graph_deps, monkeypatch: pytest.MonkeyPatch, database_url: str) -> None:
@@ -423,7 +423,7 @@ async def test_a_real_tool_loop_turn_is_explained_with_model_runs_in_the_chain(t
     runs = outcome.result.model_run_ids
     assert outcome.result.status == "answered" and len(runs) >= 4
 
-    last = await client.explain(runs[-1])
+    last = await client.runs.explain(runs[-1])
     made_by = {link.id for row in last.included for link in row.provenance if link.kind == "model_run"}
     assert made_by & set(runs[:-1]), "the tool calls' chains name the runs that made them"
     chain = next(row.provenance for row in last.included if row.ref.startswith("tool_call:"))
@@ -432,7 +432,7 @@ async def test_a_real_tool_loop_turn_is_explained_with_model_runs_in_the_chain(t
     assert last.rehydrations or any(row.rule == "appended" for row in last.included)
 
     # Consecutive calls of the tool loop: the second repeats the first's messages and appends its step.
-    step = await client.diff(runs[1])
+    step = await client.runs.diff(runs[1])
     assert (step.before.model_run_id, step.after.model_run_id) == (runs[0], runs[1])
     assert step.shared_prefix_messages > 0 and step.added
     assert all(change.side == "added" for change in step.messages)

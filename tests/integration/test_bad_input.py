@@ -79,7 +79,7 @@ async def test_a_malformed_id_is_refused_before_anything_is_written(dossier: Dos
     with pytest.raises(InvalidInputError, match="not a valid id"):
         await dossier.chat("hello", **kwargs)
     with pytest.raises(InvalidInputError, match="not a valid id"):
-        await dossier.runs("not-a-uuid")
+        await dossier.runs.list("not-a-uuid")
     with pytest.raises(InvalidInputError, match="not a valid id"):
         await dossier.answer("not-a-uuid", "{}")
     assert await _counts(dossier.deps) == before
@@ -87,7 +87,7 @@ async def test_a_malformed_id_is_refused_before_anything_is_written(dossier: Dos
 
 async def test_runs_of_an_unknown_conversation_is_an_error(dossier: DossierClient) -> None:
     with pytest.raises(ClientError, match="not found"):
-        await dossier.runs(str(uuid.uuid4()))
+        await dossier.runs.list(str(uuid.uuid4()))
 
 
 async def test_forking_at_a_message_of_a_sibling_branch_is_refused(dossier: DossierClient) -> None:

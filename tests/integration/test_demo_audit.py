@@ -64,13 +64,13 @@ async def test_the_demo_ends_with_the_sessions_audit_trail(temporal_env: Workflo
     text = "\n".join(lines)
 
     # explain: one of this conversation's model runs, in the command's brief human form.
-    runs = {row.model_run_id for row in await client.runs(conversation)}
+    runs = {row.model_run_id for row in await client.runs.list(conversation)}
     assert trail.model_run_id in runs
     assert f"$ dossier explain {trail.model_run_id}" in text
     assert f"model run     {trail.model_run_id}" in text and "\npolicy        " in text and "== omitted (" in text
     # why-not: a record that run kept out, with the rule and the policy version that decided it.
     assert trail.record_id is not None
-    answer = await client.why_not(trail.record_id, trail.model_run_id)
+    answer = await client.runs.why_not(trail.record_id, trail.model_run_id)
     assert answer.included is False and answer.rule
     assert answer.omission in TELLING, answer  # a rule that separates runs or branches, not a tidy-up
     assert f"$ dossier why-not {trail.record_id} {trail.model_run_id}" in text

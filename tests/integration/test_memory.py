@@ -35,24 +35,25 @@ async def _client(temporal_env: WorkflowEnvironment, graph_deps: GraphDeps) -> D
 async def test_memories_are_added_listed_and_forgotten_per_account(temporal_env: WorkflowEnvironment,
                                                                    graph_deps: GraphDeps) -> None:
     mine, theirs = await _client(temporal_env, graph_deps), await _client(temporal_env, graph_deps)
-    first = await mine.add_memory("Prefers amounts in EUR.")
-    second = await mine.add_memory("Works in the Benelux sales team.")
-    await theirs.add_memory("Prefers USD.")
+    first = await mine.memories.add("Prefers amounts in EUR.")
+    second = await mine.memories.add("Works in the Benelux sales team.")
+    await theirs.memories.add("Prefers USD.")
 
-    assert [m.text for m in await mine.memories()] == ["Prefers amounts in EUR.", "Works in the Benelux sales team."]
-    assert [m.text for m in await theirs.memories()] == ["Prefers USD."]
+    assert [m.text for m in await mine.memories.list()] == ["Prefers amounts in EUR.",
+                                                            "Works in the Benelux sales team."]
+    assert [m.text for m in await theirs.memories.list()] == ["Prefers USD."]
     # Another account cannot forget mine, and is told exactly what an unknown id gets.
     with pytest.raises(ClientError) as foreign:
-        await theirs.forget_memory(first.id)
+        await theirs.memories.forget(first.id)
     with pytest.raises(ClientError) as unknown:
-        await theirs.forget_memory(missing := str(uuid.uuid4()))
+        await theirs.memories.forget(missing := str(uuid.uuid4()))
     assert str(foreign.value).replace(first.id, "ID") == str(unknown.value).replace(missing, "ID")
-    assert [m.id for m in await mine.memories()] == [first.id, second.id]
+    assert [m.id for m in await mine.memories.list()] == [first.id, second.id]
 
-    await mine.forget_memory(first.id)
-    assert [m.id for m in await mine.memories()] == [second.id]
+    await mine.memories.forget(first.id)
+    assert [m.id for m in await mine.memories.list()] == [second.id]
     with pytest.raises(ClientError):
-        await mine.forget_memory(first.id)  # already gone
+        await mine.memories.forget(first.id)  # already gone
 
 
 @pytest.mark.parametrize("text", ["", "   ", "nul\x00byte", "x" * (Settings().message_max_bytes + 1)])
@@ -60,15 +61,15 @@ async def test_bad_memory_text_is_refused_and_writes_nothing(temporal_env: Workf
                                                              graph_deps: GraphDeps, text: str) -> None:
     client = await _client(temporal_env, graph_deps)
     with pytest.raises(InvalidInputError):
-        await client.add_memory(text)
-    assert await client.memories() == []
+        await client.memories.add(text)
+    assert await client.memories.list() == []
 
 
 async def test_a_malformed_memory_id_is_a_typed_error(temporal_env: WorkflowEnvironment,
                                                      graph_deps: GraphDeps) -> None:
     client = await _client(temporal_env, graph_deps)
     with pytest.raises(InvalidInputError):
-        await client.forget_memory("not-an-id")
+        await client.memories.forget("not-an-id")
 
 
 @pytest.fixture

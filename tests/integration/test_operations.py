@@ -498,7 +498,7 @@ async def test_a_server_that_already_has_the_search_attributes_connects_without_
 async def test_a_schedule_starts_its_jobs_tagged_and_summarised(run: Run) -> None:
     """What a schedule starts carries the same attributes and summary (read from the schedule's action)."""
     schedule_id = f"ops-{uuid.uuid4().hex[:8]}"
-    handle = await run.client.create_schedule(schedule_id, f"Digest, codeword {SECRET}", every=timedelta(hours=1),
+    handle = await run.client.schedules.create(schedule_id, f"Digest, codeword {SECRET}", every=timedelta(hours=1),
                                               model="scripted:digest", conversation_id=run.conversation_id,
                                               branch_id=run.chat.branch_id, paused=True)
     try:

@@ -126,7 +126,7 @@ async def test_an_openai_turn_calls_a_tool_then_answers_and_records_usage(
     assert tool_message["tool_call_id"] == assistant["tool_calls"][0]["id"]
     assert tool_message["content"].startswith("order_id,region,product_line,units,revenue_eur\n")
     # `dossier runs --json`: the model spec and the usage, next to Dossier's own count.
-    rows = {row.model_run_id: row.to_json() for row in await dossier.runs(outcome.conversation_id)}
+    rows = {row.model_run_id: row.to_json() for row in await dossier.runs.list(outcome.conversation_id)}
     assert rows[first.id]["model"] == rows[second.id]["model"] == "openai:gpt-test"
     assert rows[second.id]["usage"] == second.usage and rows[second.id]["assembled_tokens"] > 0
 
@@ -160,7 +160,7 @@ async def test_a_refused_key_fails_the_turn_at_once_with_a_clear_error(
         await dossier.temporal.get_workflow_handle(outcome.workflow_id).result()
 
     assert len(server.received) == 1  # non-retryable: no second attempt
-    [row] = await dossier.runs(outcome.conversation_id)
+    [row] = await dossier.runs.list(outcome.conversation_id)
     (run,) = await _runs(dossier, (row.model_run_id,))
     assert run.status == "failed"
     assert run.error == ("ProviderRequestError: openai model 'gpt-test': HTTP 401 (authentication failed): "
@@ -208,5 +208,5 @@ async def test_a_context_refused_again_after_reassembly_fails_the_turn(
 
     # Once: the refused run, its smaller retry, and no third request.
     assert len(server.received) == 2
-    rows = await dossier.runs(outcome.conversation_id)
+    rows = await dossier.runs.list(outcome.conversation_id)
     assert sorted(row.status for row in rows) == ["failed", "failed"]

@@ -240,11 +240,11 @@ async def test_remember_writes_a_user_memory_only_when_the_user_confirms(
     server.reply(_calls(("m1", "remember", {"text": "Prefers amounts in EUR."})), _answer("Noted."))
     pending = await dossier.chat("Please use euros from now on.", model=MODEL, wait=False)
     (call_id,) = await dossier.wait_until_waiting(pending.workflow_id)
-    assert await dossier.memories() == []  # proposed, not remembered
+    assert await dossier.memories.list() == []  # proposed, not remembered
     await dossier.answer_memory(call_id, confirmed=True)
     await dossier.temporal.get_workflow_handle(pending.workflow_id).result()
 
-    (memory,) = await dossier.memories()
+    (memory,) = await dossier.memories.list()
     assert (memory.id, memory.text) == (remembered_memory_id(call_id), "Prefers amounts in EUR.")
     assert _fields(_tool_messages(server.received[-1].body)[native_call_id(call_id)])["confirmed"] == "true"
 
@@ -264,7 +264,7 @@ async def test_an_injected_tool_result_changes_no_prompt_tool_skill_or_memory_an
     pending = await dossier.chat("Summarise my note.", model=MODEL, tools=["notes.fetch", "remember"],
                                  system_prompt="You summarise notes.", wait=False)
     (call_id,) = await dossier.wait_until_waiting(pending.workflow_id)
-    assert await dossier.memories() == []
+    assert await dossier.memories.list() == []
     # A bare answer cannot confirm it: only {"confirmed": ...} is taken.
     from dossier.client import InvalidInputError
     with pytest.raises(InvalidInputError):
@@ -272,7 +272,7 @@ async def test_an_injected_tool_result_changes_no_prompt_tool_skill_or_memory_an
     await dossier.answer(call_id, json.dumps({"confirmed": False}))
     await dossier.temporal.get_workflow_handle(pending.workflow_id).result()
 
-    assert await dossier.memories() == []
+    assert await dossier.memories.list() == []
     bodies = [r.body for r in server.received]
     # The note reached the model only as the tool message's data ...
     note = [m for m in bodies[1]["messages"] if m["role"] == "tool"]

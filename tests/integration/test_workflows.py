@@ -299,7 +299,7 @@ async def test_multi_model_turn_keeps_each_models_tool_state_private(dossier: Do
         assert await _leaked(dossier, markers, own.result.model_run_ids[-1], own.result.model_run_ids)
         for run_id in other.result.model_run_ids:
             assert await _leaked(dossier, markers, run_id, own.result.model_run_ids) == []
-    runs = await dossier.runs(first.conversation_id)
+    runs = await dossier.runs.list(first.conversation_id)
     assert {row.runtime_kind for row in runs} == {"multi_model"}
 
 
@@ -321,7 +321,7 @@ async def test_branch_send_runs_on_the_fork_without_sibling_state(dossier: Dossi
     raw_q3 = (ROOT / "dossier/workspace/sales/2026-q3-orders.csv").read_text().splitlines()
     assert not any(line in seen for line in raw_q3[1:6])
     assert first.answer not in seen
-    runs = [r for r in await dossier.runs(first.conversation_id) if r.branch_id == branch]
+    runs = [r for r in await dossier.runs.list(first.conversation_id) if r.branch_id == branch]
     assert runs and {r.runtime_kind for r in runs} == {"branch_send"}
 
 
@@ -391,19 +391,19 @@ async def test_discussion_keeps_speaker_labels_directives_and_private_tools(doss
 async def test_a_schedule_fires_twice_and_each_run_is_a_turn_in_the_graph(dossier: DossierClient) -> None:
     schedule_id = f"test-digest-{uuid.uuid4().hex[:8]}"
     conversation, _ = await dossier.new_conversation("scheduled digest")
-    await dossier.create_schedule(schedule_id, "Digest of open support tickets by priority.",
+    await dossier.schedules.create(schedule_id, "Digest of open support tickets by priority.",
                                   every=timedelta(seconds=2), conversation_id=conversation)
     try:
-        first = await dossier.wait_schedule_run(schedule_id, after=0, timeout=60)
-        second = await dossier.wait_schedule_run(schedule_id, after=1, timeout=60)
-        listed = {row["schedule_id"] for row in await dossier.list_schedules()}
+        first = await dossier.schedules.wait_run(schedule_id, after=0, timeout=60)
+        second = await dossier.schedules.wait_run(schedule_id, after=1, timeout=60)
+        listed = {row["schedule_id"] for row in await dossier.schedules.list()}
         assert schedule_id in listed
-        await dossier.pause_schedule(schedule_id)
+        await dossier.schedules.pause(schedule_id)
     finally:
-        await dossier.delete_schedule(schedule_id)
+        await dossier.schedules.delete(schedule_id)
     assert first.workflow_id != second.workflow_id
     assert first.result.status == second.result.status == "answered"
-    runs = await dossier.runs(conversation)
+    runs = await dossier.runs.list(conversation)
     kinds = {row.runtime_kind for row in runs}
     assert kinds == {"scheduled_job"}
     transcript = await dossier.transcript(conversation, first.branch_id)

@@ -24,19 +24,12 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
-from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import async_sessionmaker
 from temporalio.client import (
     Client,
-    Schedule,
-    ScheduleActionStartWorkflow,
-    ScheduleHandle,
-    ScheduleIntervalSpec,
-    ScheduleSpec,
-    ScheduleState,
     WorkflowExecutionStatus,
     WorkflowHandle,
 )
@@ -52,7 +45,6 @@ from contracts import (
     DiscussionResult,
     MultiModelInput,
     MultiModelResult,
-    ScheduledJobInput,
     Scope,
     SubagentBatchInput,
     SubagentBatchResult,
@@ -64,100 +56,30 @@ from contracts import (
 )
 from activities.providers.base import ProviderError, ProviderFactory, parse_model_spec
 from activities.tools.runtime import REMEMBER
-from dossier import audit
 from dossier.agents import AgentDefinition, AgentsFile, agents_for
 from dossier.runtime import agent_endpoints, agent_tools, model_providers, open_graph, temporal_client
 from dossier.services import ensure_services, services_status
 from dossier.services import inspector as inspector_service
 from dossier.settings import Settings
 from policy.enums import MessageRole, RuntimeKind, ToolCallStatus, VisibilityScope
-from policy.records import ToolCallRecord, UserMemoryRecord
+from policy.records import ToolCallRecord
 from store import branches, conversations, messages, user_memories
 from store import tools as tool_store
-from store.assemblies import get_context_assembly
 from store.errors import InvalidForkPointError, NotFoundError
 from store.models import ToolCall
 from workflows.visibility import INSPECTOR_MEMO, search_attributes, workflow_summary
+from dossier.client.errors import AnswerRefusedError, ClientError, InvalidInputError, UnknownIdError
+from dossier.client.inputs import check_id, check_record_ref, check_text
+from dossier.client.memories import Memories
+from dossier.client.records import USAGE_KEYS, RunRow, TurnOutcome, run_usage
+from dossier.client.runs import Runs
+from dossier.client.schedules import Schedules
 
 Progress = Callable[[str], None]
 """Called with a one-line progress report while a long wait goes on."""
 
-USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
-"""The provider-reported usage of a run, as ``dossier runs --json`` shows it."""
-
 ACCOUNT_FILE = "account-id"
 """Under ``DOSSIER_HOME``: the local account this installation works in."""
-
-
-class ClientError(Exception):
-    """A request the client cannot carry out (unknown conversation, bad model spec...)."""
-
-
-class InvalidInputError(ClientError):
-    """Input refused before anything was written.
-
-    Blank or malformed text, a malformed id, a fork point off the branch's
-    lineage, a deferred answer of the wrong kind, a count out of range.
-    """
-
-
-class UnknownIdError(ClientError):
-    """An id this account has no record of: unknown, or another account's (the two read the same)."""
-
-
-class AnswerRefusedError(ClientError):
-    """A deferred call's turn could not take its answer (the workflow has ended).
-
-    Nothing was captured: the call is still deferred, as it was.
-    """
-
-
-@dataclass(frozen=True)
-class TurnOutcome:
-    """One finished (or started) turn, by id, with its answer text."""
-
-    conversation_id: str
-    branch_id: str
-    participant_id: str
-    participant: str
-    workflow_id: str
-    ui_url: str | None
-    result: TurnResult | None = None
-    answer: str | None = None
-
-    @property
-    def model_run_ids(self) -> tuple[str, ...]:
-        """The model runs of the turn."""
-        return self.result.model_run_ids if self.result else ()
-
-
-@dataclass(frozen=True)
-class RunRow:
-    """One model run, as ``dossier runs`` lists it."""
-
-    model_run_id: str
-    workflow_id: str | None
-    runtime_kind: str
-    conversation_id: str
-    branch_id: str
-    participant: str
-    context_assembly_id: str | None
-    status: str
-    legacy_tokens: int | None = None
-    assembled_tokens: int | None = None
-    """Dossier's own count of the context it sent (tiktoken), next to the provider's ``usage``."""
-    ui_url: str | None = None
-    started_at: str = ""
-    model: str | None = None
-    """The model spec the run used (``openai:gpt-4o-mini``, ``scripted:analyst``)."""
-    usage: dict[str, int | None] = field(default_factory=lambda: dict.fromkeys(USAGE_KEYS))
-    """Tokens as the provider reported them: :data:`USAGE_KEYS`, each ``None`` when not reported."""
-    seconds: float | None = None
-    """From the run's start to its finish (assembly and the model call), once finished."""
-
-    def to_json(self) -> dict[str, Any]:
-        """The row as JSON."""
-        return {**self.__dict__, "usage": dict(self.usage)}
 
 
 @dataclass
@@ -175,8 +97,17 @@ class DossierClient:
     agents: AgentsFile | None = None
     """The agents a name may stand for where a model spec is taken (default: the settings' agents file)."""
     _progress_shown: set[str] = field(default_factory=set)
+    memories: Memories = field(init=False)
+    """The account's user memories (``dossier memory``)."""
+    runs: Runs = field(init=False)
+    """Model runs, and explain, why-not, what-if and diff over their assemblies."""
+    schedules: Schedules = field(init=False)
+    """Recurring jobs."""
 
     def __post_init__(self) -> None:
+        self.memories = Memories(self.deps, self.account_id, self.settings.message_max_bytes)
+        self.runs = Runs(self.deps, self.account_id, self.ui_url)
+        self.schedules = Schedules(self)
         # The inspector the run summaries link to: resolved once, here, so every client links the same way.
         self.settings = with_running_inspector(self.settings)
         if self.providers is None:
@@ -699,35 +630,6 @@ class DossierClient:
                                        also=write if confirmed else None)
         return workflow_id
 
-    async def add_memory(self, text: str) -> UserMemoryRecord:
-        """Remember a fact about the user of this account; every later context of the account may carry it.
-
-        Raises:
-            InvalidInputError: empty text, or text that is not storable (NUL, over the size limit).
-        """
-        self.check_text(text, "memory")
-        if not text.strip():
-            raise InvalidInputError("a memory needs some text")
-        async with self.deps.sessions() as session, session.begin():
-            return await user_memories.put_user_memory(session, self.account_id, text)
-
-    async def memories(self, *, limit: int = 100) -> list[UserMemoryRecord]:
-        """This account's user memories, oldest first (never another account's)."""
-        async with self.deps.sessions() as session:
-            return await user_memories.list_user_memories(session, self.account_id, limit=limit)
-
-    async def forget_memory(self, user_memory_id: str) -> None:
-        """Delete one of this account's user memories.
-
-        Raises:
-            InvalidInputError: a malformed id.
-            ClientError: no such memory in this account (another account's reads the same way).
-        """
-        user_memory_id = check_id(user_memory_id, "memory")
-        async with self.deps.sessions() as session, session.begin():
-            if not await user_memories.forget_user_memory(session, self.account_id, user_memory_id):
-                raise ClientError(f"no memory {user_memory_id} in this account")
-
     async def wait_until_waiting(self, workflow_id: str, *, timeout: float = 120.0,
                                  or_done: bool = False) -> tuple[str, ...]:
         """Block until a turn waits on deferred tool calls; returns their ids.
@@ -791,186 +693,6 @@ class DossierClient:
                 last = line
         return task.result()
 
-    # ------------------------------------------------------------------ schedules
-
-    async def create_schedule(self, schedule_id: str, prompt: str, *, every: timedelta, model: str = "scripted:digest",
-                              conversation_id: str | None = None, branch_id: str | None = None,
-                              paused: bool = False) -> ScheduleHandle:
-        """A recurring job: every ``every``, the prompt opens a scheduled agent turn."""
-        self.check_text(prompt, "prompt")
-        if every <= timedelta(0):
-            raise InvalidInputError(f"the interval must be positive, got {every.total_seconds():g} s")
-        self._check_models(model)
-        scope = await self._scope(conversation_id, branch_id, f"schedule {schedule_id}")
-        participant = await self.participant(scope, model)
-        job = ScheduledJobInput(scope=scope, participant_id=participant, job_name=schedule_id, prompt=prompt,
-                                model_timeout_seconds=self.settings.model_timeout_seconds)
-        return await self.temporal.create_schedule(
-            schedule_id,
-            Schedule(
-                action=ScheduleActionStartWorkflow(WorkflowName.SCHEDULED_JOB, job, id=f"job-{schedule_id}",
-                                                   task_queue=self.settings.temporal_task_queue,
-                                                   **_schedule_visibility(self._visibility(
-                                                       scope, RuntimeKind.SCHEDULED_JOB, participant,
-                                                       "scheduled job"))),
-                spec=ScheduleSpec(intervals=[ScheduleIntervalSpec(every=every)]),
-                state=ScheduleState(paused=paused, note=f"dossier job {schedule_id}"),
-            ),
-        )
-
-    async def wait_schedule_run(self, schedule_id: str, *, after: int = 0, timeout: float = 120.0) -> TurnOutcome:
-        """Wait for the schedule's run number ``after + 1`` to finish; returns it as a turn."""
-        handle = self.temporal.get_schedule_handle(schedule_id)
-        deadline = asyncio.get_running_loop().time() + timeout
-        while True:
-            description = await handle.describe()
-            actions = description.info.recent_actions
-            if len(actions) > after:
-                workflow_id = actions[after].action.workflow_id
-                break
-            if asyncio.get_running_loop().time() > deadline:
-                raise ClientError(f"schedule {schedule_id} did not fire within {timeout:.0f}s")
-            await asyncio.sleep(0.25)
-        result = await self.temporal.get_workflow_handle(workflow_id, result_type=TurnResult).result()
-        conversation_id = branch_id = ""
-        if result.model_run_ids:  # where the run happened is in the graph, not in the schedule's payload
-            async with self.deps.sessions() as session:
-                run = await messages.get_model_run(session, self.account_id, result.model_run_ids[0])
-            conversation_id, branch_id = run.conversation_id, run.branch_id
-        return TurnOutcome(conversation_id, branch_id, result.participant_id, schedule_id, workflow_id,
-                           self.ui_url(workflow_id), result, await self.message_text(result.message_id))
-
-    async def list_schedules(self) -> list[dict[str, Any]]:
-        """Every schedule with its state and recent actions."""
-        rows = []
-        async for entry in await self.temporal.list_schedules():
-            info = entry.info
-            rows.append({
-                "schedule_id": entry.id,
-                "paused": bool(entry.schedule and entry.schedule.state.paused),
-                "recent_runs": [action.action.workflow_id for action in (info.recent_actions if info else [])],
-                "next_runs": [when.isoformat() for when in (info.next_action_times if info else [])][:3],
-            })
-        return rows
-
-    async def trigger_schedule(self, schedule_id: str) -> None:
-        """Fire a schedule now."""
-        await self.temporal.get_schedule_handle(schedule_id).trigger()
-
-    async def pause_schedule(self, schedule_id: str, *, paused: bool = True) -> None:
-        """Pause (or unpause) a schedule."""
-        handle = self.temporal.get_schedule_handle(schedule_id)
-        await (handle.pause() if paused else handle.unpause())
-
-    async def delete_schedule(self, schedule_id: str) -> None:
-        """Delete a schedule (runs already made stay in the graph)."""
-        await self.temporal.get_schedule_handle(schedule_id).delete()
-
-    # ------------------------------------------------------------------ runs
-
-    async def runs(self, conversation_id: str | None = None, *, limit: int = 200) -> list[RunRow]:
-        """Model runs with their workflow, participant and context assembly.
-
-        Raises:
-            InvalidInputError: a malformed conversation id.
-            ClientError: an unknown conversation.
-        """
-        conversation_id = check_id(conversation_id, "conversation")
-        rows: list[RunRow] = []
-        async with self.deps.sessions() as session:
-            if conversation_id is not None:
-                try:
-                    await conversations.get_conversation(session, self.account_id, conversation_id)
-                except NotFoundError as error:
-                    raise ClientError(str(error)) from error
-            runs = await messages.list_model_runs(session, self.account_id, conversation_id, limit=limit)
-            names: dict[str, str] = {}
-            for run in runs:
-                if run.participant_id not in names:
-                    names[run.participant_id] = (
-                        await conversations.get_participant(session, self.account_id, run.participant_id)).name
-                legacy = assembled = None
-                if run.context_assembly_id:
-                    stored = await get_context_assembly(session, self.account_id, run.context_assembly_id)
-                    legacy, assembled = stored.record.legacy_tokens, stored.record.assembled_tokens
-                rows.append(RunRow(
-                    model_run_id=run.id, workflow_id=run.workflow_id, runtime_kind=run.runtime_kind.value,
-                    conversation_id=run.conversation_id, branch_id=run.branch_id,
-                    participant=names[run.participant_id], context_assembly_id=run.context_assembly_id,
-                    status=run.status, legacy_tokens=legacy, assembled_tokens=assembled,
-                    ui_url=self.ui_url(run.workflow_id) if run.workflow_id else None,
-                    started_at=run.started_at.isoformat(),
-                    model=f"{run.provider}:{run.model}" if run.provider and run.model else run.model,
-                    usage=run_usage(run.usage),
-                    seconds=(run.finished_at - run.started_at).total_seconds() if run.finished_at else None,
-                ))
-        return rows
-
-    # ------------------------------------------------------------------ audit
-
-    async def explain(self, model_run_id: str, *, trace: bool = False) -> audit.Explanation:
-        """What a model run saw and why (:func:`dossier.audit.explain`).
-
-        Raises:
-            InvalidInputError: a malformed id.
-            UnknownIdError: not a run of this account, or a run with no assembly.
-        """
-        model_run_id = check_id(model_run_id, "model run")
-        return await _known(audit.explain(self.deps, self.account_id, model_run_id, trace=trace))
-
-    async def why_not(self, record_id: str, model_run_id: str) -> audit.WhyNot:
-        """Why a record was (not) in a model run's context (:func:`dossier.audit.why_not`).
-
-        Raises:
-            InvalidInputError: a malformed id.
-            UnknownIdError: the record or the run is not this account's.
-        """
-        record_id = check_record_ref(record_id)
-        model_run_id = check_id(model_run_id, "model run")
-        return await _known(audit.why_not(self.deps, self.account_id, record_id, model_run_id))
-
-    async def what_if(self, policy_version: str, *, conversation_id: str | None = None, account_id: str | None = None,
-                      last: int | None = None) -> audit.WhatIfReport:
-        """Stored assemblies recomputed under another policy version (:func:`dossier.audit.what_if`).
-
-        Raises:
-            InvalidInputError: a malformed id, no scope or several, ``last`` below 1, an unknown policy version.
-            UnknownIdError: a conversation or account that is not this account's.
-        """
-        from policy.errors import UnknownPolicyVersionError
-
-        conversation_id = check_id(conversation_id, "conversation")
-        account_id = check_id(account_id, "account")
-        if sum(x is not None for x in (conversation_id, account_id, last)) != 1:
-            raise InvalidInputError("what-if takes exactly one of --conversation ID, --account ID or --last N")
-        if last is not None and not 1 <= last <= audit.WHAT_IF_MAX:
-            raise InvalidInputError(f"--last takes 1 to {audit.WHAT_IF_MAX} runs, not {last}")
-        try:
-            return await _known(audit.what_if(self.deps, self.account_id, policy_version,
-                                              conversation_id=conversation_id, account=account_id, last=last))
-        except UnknownPolicyVersionError as error:
-            raise InvalidInputError(str(error)) from error
-
-    async def diff(self, model_run_id: str, other_model_run_id: str | None = None, *,
-                   policy_version: str | None = None) -> audit.AssemblyDiff:
-        """Two assemblies compared (:func:`dossier.audit.diff`).
-
-        Raises:
-            InvalidInputError: a malformed id, an unknown policy version, two runs and a policy version.
-            UnknownIdError: a run that is not this account's, or a first call with nothing before it.
-        """
-        from policy.errors import UnknownPolicyVersionError
-
-        model_run_id = check_id(model_run_id, "model run")
-        other_model_run_id = check_id(other_model_run_id, "model run")
-        if other_model_run_id is not None and policy_version is not None:
-            raise InvalidInputError("diff takes a second run or --policy, not both")
-        try:
-            return await _known(audit.diff(self.deps, self.account_id, model_run_id, other_model_run_id,
-                                           policy_version=policy_version))
-        except UnknownPolicyVersionError as error:
-            raise InvalidInputError(str(error)) from error
-
     async def transcript(self, conversation_id: str, branch_id: str) -> list[tuple[str, str]]:
         """The human-facing transcript of a branch: (speaker, text), tool-call-only steps left out."""
         from store.candidates import load_candidates
@@ -987,20 +709,6 @@ class DossierClient:
                                                 if message.role is MessageRole.ASSISTANT else "user")
             lines.append((speaker, message.content))
         return lines
-
-
-async def _known(work: Awaitable[Any]) -> Any:
-    """``work``'s result, with a store :class:`NotFoundError` as the client's :class:`UnknownIdError`."""
-    try:
-        return await work
-    except NotFoundError as error:
-        raise UnknownIdError(str(error)) from error
-
-
-def _schedule_visibility(options: dict[str, Any]) -> dict[str, Any]:
-    """:meth:`DossierClient._visibility`'s options under the names a schedule's start action takes."""
-    return {"typed_search_attributes": options["search_attributes"], "static_summary": options["static_summary"],
-            "memo": options["memo"]}
 
 
 def with_running_llm(settings: Settings) -> Settings:
@@ -1027,72 +735,6 @@ def with_running_inspector(settings: Settings) -> Settings:
         return settings
     return settings.model_copy(update={"inspector_url": inspector_service.running_url(settings)
                                        or settings.inspector_base_url()})
-
-
-def check_text(text: str, what: str = "message", *, max_bytes: int) -> str:
-    """Refuse text the graph cannot hold or a turn cannot use, before anything is written.
-
-    Args:
-        text: the text.
-        what: what it is, for the error message (``message``, ``answer``...).
-        max_bytes: the largest size accepted, in UTF-8 bytes.
-
-    Returns:
-        ``text``, unchanged.
-
-    Raises:
-        InvalidInputError: not a string; a lone surrogate (what undecodable bytes
-            in argv become); a NUL character; empty or blank; over ``max_bytes``.
-    """
-    if not isinstance(text, str):
-        raise InvalidInputError(f"the {what} must be text, not {type(text).__name__}")
-    try:
-        size = len(text.encode("utf-8"))
-    except UnicodeEncodeError as error:
-        raise InvalidInputError(f"the {what} is not valid UTF-8 text (a bad byte at character {error.start})") from None
-    if "\x00" in text:
-        raise InvalidInputError(f"the {what} contains a NUL byte (at character {text.index(chr(0))})")
-    if not text.strip():
-        raise InvalidInputError(f"the {what} is empty or blank")
-    if size > max_bytes:
-        raise InvalidInputError(f"the {what} is {size:,} bytes, over the limit of {max_bytes:,} (MESSAGE_MAX_BYTES)")
-    return text
-
-
-def check_id(value: str | None, what: str) -> str | None:
-    """An id in its canonical form, or ``None`` for ``None``.
-
-    Args:
-        value: the id as given.
-        what: what it names, for the error message (``conversation``, ``branch``...).
-
-    Returns:
-        The lower-case hyphenated UUID.
-
-    Raises:
-        InvalidInputError: not a UUID.
-    """
-    if value is None:
-        return None
-    try:
-        return str(uuid.UUID(value))
-    except (ValueError, TypeError, AttributeError):
-        shown = repr(value) if len(str(value)) <= 60 else repr(str(value)[:60]) + "..."
-        raise InvalidInputError(f"{shown} is not a valid id (a {what} id is a UUID)") from None
-
-
-def check_record_ref(value: str) -> str:
-    """A record as why-not takes it: a bare id, or ``<kind>:<id>`` as explain and the decisions name records.
-
-    Returns:
-        The id in canonical form, behind its kind when it had one.
-
-    Raises:
-        InvalidInputError: the id part is not a UUID.
-    """
-    kind, _, bare = value.rpartition(":")
-    record_id = check_id(bare, "record")
-    return f"{kind}:{record_id}" if kind else str(record_id)
 
 
 _REMEMBER_NAMESPACE = uuid.UUID("0b7e2f5c-3a41-4c6e-9d2b-7f18c0a5e931")
@@ -1130,15 +772,6 @@ def _parses_as_json(text: str) -> bool:
 def _is_json(content_type: str) -> bool:
     media = content_type.split(";", 1)[0].strip().lower()
     return media == "application/json" or media.endswith("+json")
-
-
-def run_usage(stored: dict[str, Any] | None) -> dict[str, int | None]:
-    """A run's stored usage as :data:`USAGE_KEYS` (runs recorded before them kept only ``prompt_tokens``)."""
-    stored = stored or {}
-    usage = {key: stored.get(key) for key in USAGE_KEYS}
-    if usage["input_tokens"] is None and isinstance(stored.get("prompt_tokens"), int):
-        usage["input_tokens"] = stored["prompt_tokens"]
-    return usage
 
 
 def default_name(spec: str) -> str:
