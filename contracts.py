@@ -123,6 +123,8 @@ class TurnInput(Contract):
     """Model calls made so far (carried across continue-as-new)."""
     model_run_ids: tuple[str, ...] = ()
     """Runs made so far (carried across continue-as-new)."""
+    tool_call_ids: tuple[str, ...] = ()
+    """Tool calls made so far (carried across continue-as-new, so a subagent's promotion sees all of them)."""
 
 
 class TurnResult(Contract):

@@ -92,7 +92,7 @@ class AgentTurnWorkflow:
         self._round = turn.round
         self._runs = list(turn.model_run_ids)
         self._budget = turn.token_budget
-        tool_call_ids: list[str] = []
+        tool_call_ids = list(turn.tool_call_ids)
         checkpoint_id = turn.checkpoint_id
         started = turn.round
         while self._round < turn.max_rounds:
@@ -107,7 +107,7 @@ class AgentTurnWorkflow:
                 workflow.logger.info("turn continues as new after %d model calls", self._round)
                 workflow.continue_as_new(turn.model_copy(update={
                     "round": self._round, "model_run_ids": tuple(self._runs), "checkpoint_id": checkpoint,
-                    "token_budget": self._budget,
+                    "token_budget": self._budget, "tool_call_ids": tuple(tool_call_ids),
                 }))
             step = await self._model_step(turn, checkpoint_id)
             checkpoint_id = None  # the restore is logged once, on the first call after it
