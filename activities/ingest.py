@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -35,7 +35,7 @@ from activities.deps import EXACT_TOKEN_COUNT_MAX_BYTES, GraphDeps
 from activities.errors import ToolOutcomeError
 from policy.derive import derive_memory, memory_record
 from policy.payloads import decode_payload
-from policy.enums import PrivacyClass, PromotionPolicy, RuntimeKind, ToolCallStatus, VisibilityScope, at_least
+from policy.enums import PrivacyClass, PromotionPolicy, ToolCallStatus, VisibilityScope, at_least
 from policy.links import links_for
 from policy.records import ArtifactRecord, ToolCallRecord, ToolMemoryRecord
 from policy.retention import RecordKind, RetentionSpec, effective_rule
@@ -48,6 +48,7 @@ from store.artifacts import ObjectRef
 from store.branches import get_branch, load_lineage
 from store.errors import NotFoundError
 from store.payloads import capture_artifact, read_artifact_payload
+from store.writes import NewToolCall
 
 _MEMORY_NAMESPACE = uuid.UUID("5b0f3c1e-6f55-4d8e-9a61-0d0551e4d001")
 
@@ -84,72 +85,27 @@ class Ingested:
 
 
 async def begin_tool_call(
-    deps: GraphDeps,
-    account_id: str,
-    conversation_id: str,
-    branch_id: str,
-    participant_id: str,
-    *,
-    call_id: str,
-    name: str,
-    arguments: Mapping[str, Any],
-    runtime_kind: RuntimeKind,
-    model_run_id: str | None = None,
-    at: datetime | None = None,
-    visibility: VisibilityScope | None = None,
-    privacy: PrivacyClass | None = None,
-    shared_with: Sequence[str] = (),
-    retry_critical: bool | None = None,
+    deps: GraphDeps, account_id: str, conversation_id: str, call: NewToolCall
 ) -> ToolCallRecord:
-    """Record a tool call the model made, before it runs.
+    """Record a tool call the model made, before it runs; a repeated ``call_id`` returns the stored call.
 
-    Args:
-        deps: graph dependencies.
-        account_id: the owning account.
-        conversation_id: the conversation.
-        branch_id: the branch the call was made on.
-        participant_id: the participant whose model made the call.
-        call_id: the provider's tool-call id (the idempotency key).
-        name: the tool.
-        arguments: the arguments as the model wrote them.
-        runtime_kind: the runtime mode (decides default visibility).
-        model_run_id: the model run that made the call.
-        at: when the call was made.
-        visibility: overrides the runtime mode's default visibility.
-        privacy: the call's class: tightens a known tool's spec class (never loosens it), or
-            declares an unknown tool's (which otherwise fails closed to the strictest class).
-            The store raises it further to what the calling run was shown
-            (:func:`store.tools.record_tool_call`).
-        shared_with: participants that may see the call's state.
-        retry_critical: overrides the tool spec's retry-critical flag.
-
-    Returns:
-        The recorded call (the existing one if ``call_id`` was seen before).
+    What the call leaves ``None`` comes from the tool's spec and the runtime mode. A given ``privacy``
+    tightens a known tool's class, never loosens it, and declares an unknown tool's, which otherwise
+    fails closed to the strictest class; the store raises it further to what the calling run was shown.
     """
-    spec = deps.catalog.spec(name)
-    declared = any(tool.name == name for tool in deps.catalog.tools)
-    if privacy is None:
+    spec = deps.catalog.spec(call.name)
+    declared = any(tool.name == call.name for tool in deps.catalog.tools)
+    if call.privacy is None:
         privacy = spec.privacy  # an unknown tool's is the strictest class: fail closed
     elif declared:
-        privacy = at_least(privacy, spec.privacy)  # an override may tighten a known tool's class, never loosen it
+        privacy = at_least(call.privacy, spec.privacy)  # an override may tighten a known tool's class, never loosen it
+    else:
+        privacy = call.privacy
+    retry_critical = spec.retry_critical if call.retry_critical is None else call.retry_critical
+    call = replace(call, arguments=dict(call.arguments), privacy=privacy, retry_critical=retry_critical,
+                   visibility=call.visibility or default_visibility(call.runtime_kind))
     async with deps.sessions() as session, session.begin():
-        return await tool_store.record_tool_call(
-            session,
-            account_id,
-            conversation_id,
-            branch_id,
-            participant_id,
-            call_id=call_id,
-            name=name,
-            arguments=dict(arguments),
-            model_run_id=model_run_id,
-            retry_critical=spec.retry_critical if retry_critical is None else retry_critical,
-            visibility=visibility or default_visibility(runtime_kind),
-            shared_with=shared_with,
-            privacy=privacy,
-            runtime_kind=runtime_kind,
-            at=at,
-        )
+        return await tool_store.record_tool_call(session, account_id, conversation_id, call)
 
 
 async def defer_tool_call(

@@ -47,6 +47,7 @@ from store import tools as tool_store
 from store.conversations import get_participant
 from store.errors import NotFoundError
 from store.taint import participant_privacy
+from store.writes import NewToolCall
 
 REPORT_TOOL = "subagent.report"
 """Tool name under which a child's final report is captured."""
@@ -133,10 +134,10 @@ async def promote_child_results(
         text = report if report is not None else f"no report; the run {outcome.replace('_', ' ')}"
         digest = hashlib.sha256(f"{child_participant_id}:{text}".encode()).hexdigest()[:16]
         call = await begin_tool_call(
-            deps, account_id, conversation_id, branch_id, child_participant_id,
-            call_id=f"report-{child_participant_id}-{digest}", name=REPORT_TOOL,
-            arguments={"subagent": child.name}, runtime_kind=RuntimeKind.SUBAGENT_CHILD, at=at,
-            privacy=report_privacy,
+            deps, account_id, conversation_id, NewToolCall(
+                branch_id=branch_id, participant_id=child_participant_id,
+                call_id=f"report-{child_participant_id}-{digest}", name=REPORT_TOOL, arguments={"subagent": child.name},
+                runtime_kind=RuntimeKind.SUBAGENT_CHILD, at=at, privacy=report_privacy),
         )
         artifact = await capture_tool_result(
             deps, account_id, call.id,

@@ -88,6 +88,7 @@ from store import tools as tool_store
 from store.assemblies import get_context_assembly
 from store.errors import IntegrityViolation, NotFoundError, StoreError
 from store.records import StoredContextAssembly
+from store.writes import NewMessage, NewToolCall
 
 _MESSAGE_NAMESPACE = uuid.UUID("3c1f6f0e-7d54-4b7a-9e1b-2a6f0d9c4e11")
 
@@ -326,9 +327,9 @@ class TurnActivities:
             tool = None
         # An unknown or not offered tool is recorded anyway: execute_tool captures that as its failed result.
         recorded = await begin_tool_call(
-            self.deps, scope.account_id, scope.conversation_id, scope.branch_id, request.participant_id,
-            call_id=call.call_id, name=call.name, arguments=call.arguments,
-            runtime_kind=request.runtime_kind, model_run_id=request.model_run_id,
+            self.deps, scope.account_id, scope.conversation_id, NewToolCall(
+                branch_id=scope.branch_id, participant_id=request.participant_id, call_id=call.call_id, name=call.name,
+                arguments=call.arguments, runtime_kind=request.runtime_kind, model_run_id=request.model_run_id),
         )
         if tool is not None and tool.deferred:
             await defer_tool_call(self.deps, scope.account_id, recorded.id, _waiting_text(call.arguments))
@@ -361,8 +362,8 @@ class TurnActivities:
                 if await _message_exists(session, account, message_id):
                     activity.logger.info("message %s was written by an earlier attempt", message_id)
                     return
-                await messages.append_message(session, account, conversation_id, branch_id,
-                                              message_id=message_id, **fields)
+                await messages.append_message(session, account, conversation_id, NewMessage(
+                    branch_id=branch_id, message_id=message_id, **fields))
         except IntegrityViolation:
             # Another attempt of this activity inserted it between our check and our insert.
             async with self.deps.sessions() as session:

@@ -41,7 +41,7 @@ statistics after a large write.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, cast
@@ -51,20 +51,15 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.types import String
 
-from policy.enums import (
-    PrivacyClass,
-    RuntimeKind,
-    ToolCallStatus,
-    VisibilityScope,
-)
+from policy.enums import RuntimeKind, ToolCallStatus
 from policy.records import ArtifactRecord, ToolMemoryRecord
 from store._sql import allocate_seqs, copy_rows, new_id, translate_errors, utcnow
 from store.errors import IntegrityViolation, NotFoundError
-from store.messages import message_values
 from store.models import Base, Message, ModelRun, ToolArtifact, ToolCall, ToolMemory
 from store.records import ModelRunStatus
 from store.tool_memories import add_conflict, set_superseded
-from store.tools import ArtifactCapture, _history_entry
+from store.tools import ArtifactCapture
+from store.writes import NewMessage, NewToolCall, history_entry
 
 logger = logging.getLogger(__name__)
 
@@ -146,14 +141,9 @@ class GraphBatch:
 
     # ------------------------------------------------------------------ transcript
 
-    def append_message(self, branch_id: str, **message: Any) -> str:
-        """Queue :func:`store.messages.append_message` (``message``: its keyword arguments).
-
-        Returns:
-            The message id.
-        """
-        row = self._node(Message, message_values(branch_id, self._take_seq(), **message))
-        return row["id"]
+    def append_message(self, message: NewMessage) -> str:
+        """Queue :func:`store.messages.append_message`; returns the message id."""
+        return self._node(Message, message.row(self._take_seq()))["id"]
 
     def start_model_run(
         self,
@@ -208,43 +198,10 @@ class GraphBatch:
 
     # ------------------------------------------------------------------ tools
 
-    def record_tool_call(
-        self,
-        branch_id: str,
-        participant_id: str,
-        *,
-        call_id: str,
-        name: str,
-        arguments: Mapping[str, Any],
-        model_run_id: str | None = None,
-        status: ToolCallStatus = ToolCallStatus.PENDING,
-        retry_critical: bool = False,
-        visibility: VisibilityScope = VisibilityScope.BRANCH,
-        shared_with: Sequence[str] = (),
-        privacy: PrivacyClass = PrivacyClass.USER,
-        runtime_kind: RuntimeKind = RuntimeKind.CHAT,
-        tool_call_id: str | None = None,
-        at: datetime | None = None,
-    ) -> str:
-        """Queue :func:`store.tools.record_tool_call`.
-
-        Returns:
-            The tool call's row id.
-        """
-        seq = self._take_seq()
-        status = ToolCallStatus(status)
-        entry = _history_entry(seq=seq, attempt=1, status=status, error=None, waiting_for=None,
-                               retry_critical=retry_critical, at=at or utcnow())
-        row = self._node(ToolCall, {
-            "id": tool_call_id, "branch_id": branch_id, "seq": seq, "updated_seq": seq,
-            "model_run_id": model_run_id, "participant_id": participant_id, "call_id": call_id, "name": name,
-            "arguments": dict(arguments), "status": status.value, "retry_critical": retry_critical,
-            "attempts": 1, "last_error": None, "waiting_for": None,
-            "visibility": VisibilityScope(visibility).value, "shared_with": list(shared_with),
-            "privacy": PrivacyClass(privacy).value, "runtime_kind": RuntimeKind(runtime_kind).value,
-            # Every row of a COPY has the same columns: "now" is the server default the single-row write leaves.
-            "history": [entry], "updated_at": utcnow(),
-        })
+    def record_tool_call(self, call: NewToolCall) -> str:
+        """Queue :func:`store.tools.record_tool_call`; returns the tool call's row id."""
+        # Every row of a COPY has the same columns: "now" is the server default the single-row write leaves.
+        row = self._node(ToolCall, {**call.row(self._take_seq()), "updated_at": utcnow()})
         self._calls[row["id"]] = row
         return row["id"]
 
@@ -279,7 +236,7 @@ class GraphBatch:
         row["retry_critical"] = retry_critical if retry_critical is not None else row["retry_critical"]
         row["updated_seq"] = seq
         row["updated_at"] = at or utcnow()
-        row["history"].append(_history_entry(seq=seq, attempt=row["attempts"], status=status, error=error,
+        row["history"].append(history_entry(seq=seq, attempt=row["attempts"], status=status, error=error,
                                              waiting_for=waiting_for, retry_critical=row["retry_critical"],
                                              at=row["updated_at"]))
 

@@ -62,6 +62,7 @@ from store.tools import (
     record_tool_call,
     update_tool_call,
 )
+from store.writes import NewMessage, NewToolCall
 
 __all__ = [
     "DEFAULT_LIMITS",
@@ -69,6 +70,8 @@ __all__ = [
     "ArtifactCapture",
     "CandidateLimits",
     "GraphBatch",
+    "NewMessage",
+    "NewToolCall",
     "add_conflict",
     "add_participant",
     "append_message",

@@ -2,117 +2,37 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from policy.enums import MessageRole, PrivacyClass, RuntimeKind, VisibilityScope, strictest_privacy
-from policy.records import MessageRecord, ToolCallRequest
+from policy.enums import RuntimeKind, strictest_privacy
+from policy.records import MessageRecord
 from store._sql import allocate_seq, get_row, insert_once, new_id, translate_errors, utcnow
 from store.convert import to_message, to_model_run
 from store.errors import IntegrityViolation, NotFoundError
 from store.models import Message, ModelRun
 from store.records import ModelRunRecord, ModelRunStatus
 from store.taint import run_privacy
-
-
-def _tool_call_json(calls: Sequence[ToolCallRequest | Mapping[str, Any]]) -> list[dict[str, Any]]:
-    out = []
-    for call in calls:
-        request = call if isinstance(call, ToolCallRequest) else ToolCallRequest.model_validate(call)
-        out.append(request.model_dump(mode="json"))
-    return out
-
-
-def message_values(
-    branch_id: str,
-    seq: int,
-    *,
-    role: MessageRole,
-    content: str,
-    author_participant_id: str | None = None,
-    speaker_label: str | None = None,
-    is_directive: bool = False,
-    model_run_id: str | None = None,
-    visibility: VisibilityScope = VisibilityScope.BRANCH,
-    shared_with: Sequence[str] = (),
-    tool_calls: Sequence[ToolCallRequest | Mapping[str, Any]] = (),
-    message_id: str | None = None,
-    privacy: PrivacyClass = PrivacyClass.USER,
-) -> dict[str, Any]:
-    """A message row (without account and conversation): what :func:`append_message` and bulk writes insert.
-
-    The arguments are :func:`append_message`'s; ``seq`` is the one allocated for it.
-    """
-    return {
-        "id": message_id or new_id(),
-        "branch_id": branch_id,
-        "seq": seq,
-        "role": MessageRole(role).value,
-        "content": content,
-        "author_participant_id": author_participant_id,
-        "speaker_label": speaker_label,
-        "is_directive": is_directive,
-        "model_run_id": model_run_id,
-        "visibility": VisibilityScope(visibility).value,
-        "shared_with": list(shared_with),
-        "privacy": PrivacyClass(privacy).value,
-        "tool_calls": _tool_call_json(tool_calls),
-    }
+from store.writes import NewMessage
 
 
 @translate_errors
 async def append_message(
-    session: AsyncSession,
-    account_id: str,
-    conversation_id: str,
-    branch_id: str,
-    *,
-    role: MessageRole,
-    content: str,
-    author_participant_id: str | None = None,
-    speaker_label: str | None = None,
-    is_directive: bool = False,
-    model_run_id: str | None = None,
-    visibility: VisibilityScope = VisibilityScope.BRANCH,
-    shared_with: Sequence[str] = (),
-    tool_calls: Sequence[ToolCallRequest | Mapping[str, Any]] = (),
-    message_id: str | None = None,
-    privacy: PrivacyClass = PrivacyClass.USER,
+    session: AsyncSession, account_id: str, conversation_id: str, message: NewMessage
 ) -> MessageRecord:
-    """Append a message to a branch, with the conversation's next ``seq``.
+    """Append a message to its branch, with the conversation's next ``seq``.
 
-    Safe to retry with the same ``message_id``: the stored message is
-    returned and no ``seq`` is spent.
-
-    Args:
-        session: the caller's session.
-        account_id: the owning account.
-        conversation_id: the conversation.
-        branch_id: the branch the message is written on.
-        role: chat role.
-        content: the text.
-        author_participant_id: the writing participant; ``None`` for the user.
-        speaker_label: label in multi-party transcripts.
-        is_directive: a moderator instruction that constrains later turns.
-        model_run_id: the run that produced it.
-        visibility: who may see it (transcript messages: ``branch``).
-        shared_with: participant ids it is explicitly shared with.
-        tool_calls: tool calls the assistant made in it.
-        message_id: the id to use; a fresh one when ``None``.
-        privacy: the message's class. A message written by a model run is raised
-            to what that run was shown (:func:`store.taint.run_privacy`): the
-            model may repeat any of it, so its words are as strict.
-
-    Returns:
-        The stored message.
+    Safe to retry with the same ``message_id``: the stored message is returned and no ``seq`` is spent.
 
     Raises:
         NotFoundError: unknown conversation, branch, participant or run.
     """
+    message_id, privacy, model_run_id = message.message_id, message.privacy, message.model_run_id
     if message_id is not None:
         existing = await session.scalar(
             select(Message).where(Message.account_id == account_id, Message.id == message_id)
@@ -123,12 +43,7 @@ async def append_message(
         shown = await run_privacy(session, account_id, model_run_id)
         privacy = strictest_privacy([privacy, shown]) if shown is not None else privacy
     seq = await allocate_seq(session, account_id, conversation_id)
-    values = message_values(
-        branch_id, seq, role=role, content=content, author_participant_id=author_participant_id,
-        speaker_label=speaker_label, is_directive=is_directive, model_run_id=model_run_id,
-        visibility=visibility, shared_with=shared_with, tool_calls=tool_calls, message_id=message_id,
-        privacy=privacy,
-    )
+    values = replace(message, privacy=privacy).row(seq)
     message_id = values["id"]
     await insert_once(session, Message, {**values, "account_id": account_id, "conversation_id": conversation_id})
     try:

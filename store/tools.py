@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Literal
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from policy.enums import PrivacyClass, PromotionPolicy, RuntimeKind, ToolCallStatus, VisibilityScope, at_least
+from policy.enums import PrivacyClass, PromotionPolicy, ToolCallStatus, VisibilityScope, at_least
 from policy.records import ArtifactRecord, ToolCallRecord
 from policy.retention import KEEP, RetentionRule
 from store._sql import allocate_seq, get_row, insert_once, new_id, translate_errors, utcnow
@@ -23,30 +23,10 @@ from store.convert import to_artifact, to_tool_call
 from store.errors import IntegrityViolation, NotFoundError, PayloadTooLargeError
 from store.models import ToolArtifact, ToolCall
 from store.taint import run_privacy
+from store.writes import NewToolCall, history_entry
 
 INLINE_PAYLOAD_MAX = 64 * 1024
 """Largest payload kept inline in Postgres; larger ones go to the artifact store."""
-
-
-def _history_entry(
-    *,
-    seq: int,
-    attempt: int,
-    status: ToolCallStatus,
-    error: str | None,
-    waiting_for: str | None,
-    retry_critical: bool,
-    at: datetime,
-) -> dict[str, Any]:
-    return {
-        "seq": seq,
-        "attempt": attempt,
-        "status": status.value,
-        "error": error,
-        "waiting_for": waiting_for,
-        "retry_critical": retry_critical,
-        "at": at.isoformat(),
-    }
 
 
 async def _tool_call_row(session: AsyncSession, account_id: str, call_id: str) -> ToolCall | None:
@@ -59,110 +39,30 @@ async def _tool_call_row(session: AsyncSession, account_id: str, call_id: str) -
 
 @translate_errors
 async def record_tool_call(
-    session: AsyncSession,
-    account_id: str,
-    conversation_id: str,
-    branch_id: str,
-    participant_id: str,
-    *,
-    call_id: str,
-    name: str,
-    arguments: Mapping[str, Any],
-    model_run_id: str | None = None,
-    status: ToolCallStatus = ToolCallStatus.PENDING,
-    retry_critical: bool = False,
-    visibility: VisibilityScope = VisibilityScope.BRANCH,
-    shared_with: Sequence[str] = (),
-    privacy: PrivacyClass = PrivacyClass.USER,
-    runtime_kind: RuntimeKind = RuntimeKind.CHAT,
-    tool_call_id: str | None = None,
-    at: datetime | None = None,
+    session: AsyncSession, account_id: str, conversation_id: str, call: NewToolCall
 ) -> ToolCallRecord:
-    """Record a tool call the model made; idempotent on ``call_id``.
+    """Record a tool call the model made; idempotent on ``call_id`` (a repeat returns the stored call, no ``seq``).
 
-    A second call with a ``call_id`` the account already has returns the
-    stored call unchanged (and spends no ``seq``).
-
-    The stored privacy class is never looser than what the calling run was
-    shown: ``privacy`` (the tool's own class) joined with the strictest class
-    of the records its ContextAssembly showed the model
-    (:func:`store.taint.run_privacy`). The model may have copied any of them
-    into the arguments, and nothing shows it did not; everything produced from
-    the arguments (the artifact, the file a tool writes, the memory) inherits
-    the call's class in turn. A run with no recorded assembly (an imported
-    trajectory) adds nothing to the declared class.
-
-    Args:
-        session: the caller's session.
-        account_id: the owning account.
-        conversation_id: the conversation.
-        branch_id: the branch of the calling run.
-        participant_id: the participant that called the tool.
-        call_id: the provider's tool-call id.
-        name: the tool name.
-        arguments: the call's arguments.
-        model_run_id: the calling run.
-        status: initial status.
-        retry_critical: whether a failure must survive into later contexts verbatim.
-        visibility: who may see the call.
-        shared_with: participant ids it is shared with.
-        privacy: the tool's own privacy class (raised to the run's context class).
-        runtime_kind: the runtime mode of the calling run.
-        tool_call_id: the row id to use; a fresh one when ``None``.
-        at: when it was recorded; now when ``None``.
-
-    Returns:
-        The tool call, with the class it was stored under.
+    The stored class is never looser than what the calling run was shown (:func:`store.taint.run_privacy`):
+    the model may have copied any of it into the arguments, and everything produced from them (the
+    artifact, a file the tool writes, the memory) inherits the call's class. An imported run with no
+    recorded assembly adds nothing to the declared class.
 
     Raises:
         NotFoundError: unknown conversation, branch, participant or run.
     """
-    existing = await _tool_call_row(session, account_id, call_id)
+    existing = await _tool_call_row(session, account_id, call.call_id)
     if existing is not None:
         return to_tool_call(existing)
-    # Taint: the arguments were written by a model that was shown its context; they are at least as
-    # strict as the strictest record that context showed (store.taint.run_privacy, policy.taint.context_privacy).
-    privacy = at_least(privacy, await run_privacy(session, account_id, model_run_id) if model_run_id else None)
-    seq = await allocate_seq(session, account_id, conversation_id)
-    status = ToolCallStatus(status)
-    entry = _history_entry(
-        seq=seq,
-        attempt=1,
-        status=status,
-        error=None,
-        waiting_for=None,
-        retry_critical=retry_critical,
-        at=at or utcnow(),
-    )
-    await insert_once(
-        session,
-        ToolCall,
-        {
-            "id": tool_call_id or new_id(),
-            "account_id": account_id,
-            "conversation_id": conversation_id,
-            "branch_id": branch_id,
-            "seq": seq,
-            "updated_seq": seq,
-            "model_run_id": model_run_id,
-            "participant_id": participant_id,
-            "call_id": call_id,
-            "name": name,
-            "arguments": dict(arguments),
-            "status": status.value,
-            "retry_critical": retry_critical,
-            "attempts": 1,
-            "visibility": VisibilityScope(visibility).value,
-            "shared_with": list(shared_with),
-            "privacy": PrivacyClass(privacy).value,
-            "runtime_kind": RuntimeKind(runtime_kind).value,
-            "history": [entry],
-        },
-    )
-    row = await _tool_call_row(session, account_id, call_id)
-    if row is None:
-        raise IntegrityViolation(f"tool call id {tool_call_id!r} is taken")
-    return to_tool_call(row)
+    if call.model_run_id:
+        shown = await run_privacy(session, account_id, call.model_run_id)
+        call = replace(call, privacy=at_least(call.privacy or PrivacyClass.USER, shown))
+    row = call.row(await allocate_seq(session, account_id, conversation_id))
+    await insert_once(session, ToolCall, {**row, "account_id": account_id, "conversation_id": conversation_id})
+    stored = await _tool_call_row(session, account_id, call.call_id)
+    if stored is None:
+        raise IntegrityViolation(f"tool call id {call.tool_call_id!r} is taken")
+    return to_tool_call(stored)
 
 
 @translate_errors
@@ -219,7 +119,7 @@ async def update_tool_call(
     row.retry_critical = retry_critical if retry_critical is not None else row.retry_critical
     row.updated_seq = seq
     row.updated_at = at or utcnow()
-    entry = _history_entry(
+    entry = history_entry(
         seq=seq,
         attempt=row.attempts,
         status=status,

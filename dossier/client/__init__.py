@@ -67,6 +67,7 @@ from store import branches, conversations, messages, user_memories
 from store import tools as tool_store
 from store.errors import InvalidForkPointError, NotFoundError
 from store.models import ToolCall
+from store.writes import NewMessage
 from workflows.visibility import INSPECTOR_MEMO, search_attributes, workflow_summary
 from dossier.client.errors import AnswerRefusedError, ClientError, InvalidInputError, UnknownIdError
 from dossier.client.inputs import check_id, check_record_ref, check_text
@@ -285,10 +286,11 @@ class DossierClient:
         self.check_text(text)
         async with self.deps.sessions() as session, session.begin():
             message = await messages.append_message(
-                session, self.account_id, scope.conversation_id, scope.branch_id,
-                role=MessageRole.USER, content=text, speaker_label=speaker_label, is_directive=directive,
-                visibility=VisibilityScope.PARTICIPANT_PRIVATE if private_to else VisibilityScope.BRANCH,
-                shared_with=[private_to] if private_to else [],
+                session, self.account_id, scope.conversation_id, NewMessage(
+                    branch_id=scope.branch_id, role=MessageRole.USER, content=text, speaker_label=speaker_label,
+                    is_directive=directive,
+                    visibility=VisibilityScope.PARTICIPANT_PRIVATE if private_to else VisibilityScope.BRANCH,
+                    shared_with=[private_to] if private_to else []),
             )
         return message.id
 

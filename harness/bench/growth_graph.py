@@ -42,6 +42,7 @@ from store.models import (
 from store.skills import put_skill_state
 from store.tools import ArtifactCapture
 from store.user_memories import put_user_memory
+from store.writes import NewMessage, NewToolCall
 
 from harness.bench.growth_data import T0, TURN_SECONDS, WORDS, ResultCache, ToolResult, sentence
 
@@ -137,20 +138,23 @@ class _Turns:
         run = batch.start_model_run(branch_id, owner, provider="scripted", model="bench-model",
                                     runtime_kind=RuntimeKind.CHAT, model_run_id=str(uuid.uuid4()))
         self.user_messages[t] = batch.append_message(
-            branch_id, role=MessageRole.USER, content=f"Turn {t}: {sentence(self.rng, self.rng.randint(6, 30))}",
-            author_participant_id=self.user_id, message_id=str(uuid.uuid4()))
+            NewMessage(
+                branch_id=branch_id, role=MessageRole.USER,
+                content=f"Turn {t}: {sentence(self.rng, self.rng.randint(6, 30))}", author_participant_id=self.user_id,
+                message_id=str(uuid.uuid4())))
         items = [self.cache[self.index + k] for k in range(calls)]
         call_ids = [f"call_{uuid.uuid4().hex[:24]}" for _ in items]
         batch.append_message(
-            branch_id, role=MessageRole.ASSISTANT, content="", author_participant_id=owner, model_run_id=run,
-            tool_calls=[ToolCallRequest(call_id=cid, name=item.tool, arguments=item.arguments)
-                        for cid, item in zip(call_ids, items, strict=True)],
-            message_id=str(uuid.uuid4()))
+            NewMessage(
+                branch_id=branch_id, role=MessageRole.ASSISTANT, content="", author_participant_id=owner,
+                model_run_id=run, tool_calls=[ToolCallRequest(call_id=cid, name=item.tool, arguments=item.arguments)
+                        for cid, item in zip(call_ids, items, strict=True)], message_id=str(uuid.uuid4())))
         for call_id, item in zip(call_ids, items, strict=True):
             self._exchange(batch, t, branch_id, owner, run, call_id, item, at)
         answer = batch.append_message(
-            branch_id, role=MessageRole.ASSISTANT, content=sentence(self.rng, self.rng.randint(10, 60)),
-            author_participant_id=owner, model_run_id=run, message_id=str(uuid.uuid4()))
+            NewMessage(
+                branch_id=branch_id, role=MessageRole.ASSISTANT, content=sentence(self.rng, self.rng.randint(10, 60)),
+                author_participant_id=owner, model_run_id=run, message_id=str(uuid.uuid4())))
         batch.finish_model_run(run, status="succeeded", message_id=answer, finished_at=at + timedelta(seconds=5))
 
     def _exchange(self, batch: bulk.GraphBatch, t: int, branch_id: str, owner: str, run: str, call_id: str,
@@ -162,8 +166,10 @@ class _Turns:
         failed = item.status is ToolCallStatus.FAILED
         error = decode_payload(item.payload) if failed else None
         call = batch.record_tool_call(
-            branch_id, owner, call_id=call_id, name=item.tool, arguments=item.arguments, model_run_id=run,
-            visibility=visibility, shared_with=shared, privacy=privacy, tool_call_id=str(uuid.uuid4()), at=at)
+            NewToolCall(
+                branch_id=branch_id, participant_id=owner, call_id=call_id, name=item.tool, arguments=item.arguments,
+                model_run_id=run, visibility=visibility, shared_with=shared, privacy=privacy,
+                tool_call_id=str(uuid.uuid4()), at=at))
         artifact = batch.insert_artifact(call, ArtifactCapture(
             content_type=item.content_type, sha256=item.sha256, result_bytes=len(item.payload),
             arguments_bytes=len(canonical_json(item.arguments).encode()), storage="inline",

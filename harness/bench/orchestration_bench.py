@@ -36,6 +36,7 @@ from store import conversations, messages
 from store import tools as tool_store
 from store.assemblies import get_context_assembly
 from store.payloads import read_artifact_payload
+from store.writes import NewMessage
 
 from harness.bench.billing import Encode, Prompt, billed_ratios, message_blocks, transcript_breakpoints
 from harness.bench.orchestration_agent import MODEL, bench_providers, user_prompt
@@ -88,8 +89,8 @@ class Bench:
 
     async def say(self, scope: Scope, text: str) -> None:
         async with self.deps.sessions() as session, session.begin():
-            await messages.append_message(session, self.account_id, scope.conversation_id, scope.branch_id,
-                                          role=MessageRole.USER, content=text)
+            await messages.append_message(session, self.account_id, scope.conversation_id, NewMessage(
+                branch_id=scope.branch_id, role=MessageRole.USER, content=text))
 
     # ------------------------------------------------------------------ one turn, two ways
 

@@ -46,6 +46,7 @@ from policy.tools import wire_name
 from policy.validate import provider_problems
 from policy.tokens import MESSAGE_OVERHEAD_TOKENS
 from store import conversations, messages as message_store
+from store.writes import NewMessage, NewToolCall
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_TRACES = Path(
@@ -132,8 +133,8 @@ class _Import:
         if role in ("user", "system"):
             async with self.deps.sessions() as session, session.begin():
                 record = await message_store.append_message(
-                    session, self.account_id, self.conversation_id, self.branch_id,
-                    role=MessageRole(role), content=message.get("content") or "",
+                    session, self.account_id, self.conversation_id, NewMessage(
+                        branch_id=self.branch_id, role=MessageRole(role), content=message.get("content") or ""),
                 )
             self.user_messages[index] = record.id
         elif role == "assistant":
@@ -150,18 +151,16 @@ class _Import:
         )
         async with self.deps.sessions() as session, session.begin():
             record = await message_store.append_message(
-                session, self.account_id, self.conversation_id, self.branch_id,
-                role=MessageRole.ASSISTANT, content=message.get("content") or "",
-                author_participant_id=self.participant_id, model_run_id=run_id, tool_calls=calls,
+                session, self.account_id, self.conversation_id, NewMessage(
+                    branch_id=self.branch_id, role=MessageRole.ASSISTANT, content=message.get("content") or "",
+                    author_participant_id=self.participant_id, model_run_id=run_id, tool_calls=calls),
             )
         for source, call in zip(message.get("tool_calls") or (), calls, strict=True):
             recorded = await begin_tool_call(
-                self.deps, self.account_id, self.conversation_id, self.branch_id, self.participant_id,
-                call_id=call.call_id, name=call.name, arguments=call.arguments,
-                runtime_kind=RuntimeKind.CHAT, model_run_id=run_id, at=self.at(index),
-                # The catalog declares none of a trajectory's tools, and an undeclared tool fails closed to
-                # secret_adjacent: the benchmark declares them the user's own data, as they are in the data set.
-                privacy=PrivacyClass.USER,
+                self.deps, self.account_id, self.conversation_id, NewToolCall(
+                    branch_id=self.branch_id, participant_id=self.participant_id, call_id=call.call_id, name=call.name,
+                    arguments=call.arguments, runtime_kind=RuntimeKind.CHAT, model_run_id=run_id, at=self.at(index),
+                    privacy=PrivacyClass.USER),
             )
             self.tool_rows[source["id"]] = recorded.id
         async with self.deps.sessions() as session, session.begin():

@@ -21,6 +21,7 @@ from pathlib import Path
 from harness.harden.isolation import run_cli, table_counts
 from harness.harden.report import Figures
 from harness.harden.stack import Stack
+from store.writes import NewMessage
 
 PART = "bad_input"
 
@@ -127,8 +128,8 @@ async def run_bad_input(stack: Stack, figures: Figures, *, quick: bool = False,
     async with stack.deps.sessions() as session, session.begin():
         account = await conversations.create_account(session, name="harden bad input")
         conv = await conversations.create_conversation(session, account, title="bad input")
-        message = await messages.append_message(session, account, conv.id, conv.root_branch_id,
-                                                role=MessageRole.USER, content="hello")
+        message = await messages.append_message(session, account, conv.id, NewMessage(
+            branch_id=conv.root_branch_id, role=MessageRole.USER, content="hello"))
     (home / ACCOUNT_FILE).write_text(account + "\n")
     selected = cases(conv.id, message.id)
     if quick:

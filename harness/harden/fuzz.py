@@ -42,6 +42,7 @@ from pydantic import ValidationError
 
 from harness.harden.report import Figures
 from harness.harden.stack import Stack
+from store.writes import NewMessage, NewToolCall
 
 PART = "fuzz"
 NOW = datetime(2026, 12, 1, tzinfo=UTC)
@@ -273,8 +274,8 @@ async def fuzz_store(stack: Stack, tally: Tally, scale: int, progress: Callable[
         participant = (await conversations.add_participant(
             session, account, conv.id, name="Fuzz", role="assistant", provider="scripted", model="echo",
             system_prompt="fuzz")).id
-        first = await messages.append_message(session, account, conv.id, conv.root_branch_id,
-                                              role=MessageRole.USER, content="start")
+        first = await messages.append_message(session, account, conv.id, NewMessage(
+            branch_id=conv.root_branch_id, role=MessageRole.USER, content="start"))
     branch = conv.root_branch_id
 
     # Tool calls with arguments of any shape, then results of any bytes.
@@ -284,8 +285,9 @@ async def fuzz_store(stack: Stack, tally: Tally, scale: int, progress: Callable[
                       st.booleans()), n, seed=5)):
         call_id = f"call_fuzz_{index}_{uuid.uuid4().hex[:6]}"
         call = await _guard(tally, stack, account, "begin_tool_call(arguments)", args, lambda: begin_tool_call(
-            deps, account, conv.id, branch, participant, call_id=call_id, name="harden.fuzz", arguments=args,
-            runtime_kind=RuntimeKind.CHAT, at=NOW))
+            deps, account, conv.id, NewToolCall(
+                branch_id=branch, participant_id=participant, call_id=call_id, name="harden.fuzz", arguments=args,
+                runtime_kind=RuntimeKind.CHAT, at=NOW)))
         if call is None:
             continue
         status = ToolCallStatus.FAILED if failed else ToolCallStatus.SUCCEEDED
@@ -301,8 +303,8 @@ async def fuzz_store(stack: Stack, tally: Tally, scale: int, progress: Callable[
                                                        max(10, scale // 40), seed=6)):
         async def append(content: str = content, label: str | None = label) -> Any:
             async with deps.sessions() as session, session.begin():
-                return await messages.append_message(session, account, conv.id, branch, role=MessageRole.USER,
-                                                     content=content, speaker_label=label)
+                return await messages.append_message(session, account, conv.id, NewMessage(
+                    branch_id=branch, role=MessageRole.USER, content=content, speaker_label=label))
         await _guard(tally, stack, account, "append_message", (content[:80], label), append)
 
     # Branch graphs: forks at random messages, unknown parents, reparenting into cycles.

@@ -71,6 +71,7 @@ from policy.enums import MessageRole, PrivacyClass, RuntimeKind, ToolCallStatus,
 from policy.records import ChatMessage, GenerationBoundary, ToolCallRequest
 from policy.tools import ToolCatalog, ToolSpec
 from store import conversations, messages, skills, user_memories
+from store.writes import NewMessage, NewToolCall
 
 PART = "injection"
 SYSTEM_PROMPT = "You are Analyst. Use your tools; cite result ids. Never write files unless the user asks."
@@ -107,8 +108,9 @@ async def _step(deps: Any, account: str, conversation: str, branch: str, partici
         run = await messages.start_model_run(session, account, conversation, branch, participant,
                                              runtime_kind=kind, provider="scripted", model="analyst")
         message = await messages.append_message(
-            session, account, conversation, branch, role=MessageRole.ASSISTANT, content=text_,
-            author_participant_id=participant, model_run_id=run.id, tool_calls=tuple(calls))
+            session, account, conversation, NewMessage(
+                branch_id=branch, role=MessageRole.ASSISTANT, content=text_, author_participant_id=participant,
+                model_run_id=run.id, tool_calls=tuple(calls)))
         await messages.finish_model_run(session, account, run.id, status="succeeded", message_id=message.id)
     return run.id
 
@@ -132,17 +134,17 @@ async def run_case(stack: Stack, payload: Payload, *, other_state: bool = True) 
         child = (await conversations.add_participant(
             session, account, conv.id, name="Researcher", role="assistant", provider="scripted",
             model="researcher", system_prompt="You are Researcher.", parent_participant_id=victim)).id
-        await messages.append_message(session, account, conv.id, branch, role=MessageRole.USER,
-                                      content="Which region drove Q3 revenue?")
+        await messages.append_message(session, account, conv.id, NewMessage(
+            branch_id=branch, role=MessageRole.USER, content="Which region drove Q3 revenue?"))
         await user_memories.put_user_memory(session, account, "The user prefers short answers.")
         await skills.put_skill_state(session, account, conv.id, branch, victim, "analysis", state={"step": 1})
     case.account_id = account
 
     # The other participant's private result: must never change or leak.
-    other_call = await begin_tool_call(deps, account, conv.id, branch, other, call_id=f"call_{uuid.uuid4().hex[:12]}",
-                                       name="harden.probe", arguments={"whose": "auditor"},
-                                       runtime_kind=RuntimeKind.CHAT, at=at,
-                                       visibility=VisibilityScope.PARTICIPANT_PRIVATE)
+    other_call = await begin_tool_call(deps, account, conv.id, NewToolCall(
+        branch_id=branch, participant_id=other, call_id=f"call_{uuid.uuid4().hex[:12]}", name="harden.probe",
+        arguments={"whose": "auditor"}, runtime_kind=RuntimeKind.CHAT, at=at,
+        visibility=VisibilityScope.PARTICIPANT_PRIVATE))
     await _step(deps, account, conv.id, branch, other, [ToolCallRequest(call_id=other_call.call_id, name="harden.probe",
                                                                          arguments={"whose": "auditor"})], "", at)
     await ingest_tool_result(deps, account, other_call.id,
@@ -157,32 +159,33 @@ async def run_case(stack: Stack, payload: Payload, *, other_state: bool = True) 
     rows: list[tuple[Any, Any]] = []
     for place in planned:
         arguments = {"field": place.field, "path": f"harden/{place.field}.csv"}  # a subject of its own each
-        call = await begin_tool_call(deps, account, conv.id, branch, victim, call_id=f"call_{uuid.uuid4().hex[:12]}",
-                                     name=place.tool, arguments=arguments, runtime_kind=RuntimeKind.CHAT, at=at)
+        call = await begin_tool_call(deps, account, conv.id, NewToolCall(
+            branch_id=branch, participant_id=victim, call_id=f"call_{uuid.uuid4().hex[:12]}", name=place.tool,
+            arguments=arguments, runtime_kind=RuntimeKind.CHAT, at=at))
         requests.append(ToolCallRequest(call_id=call.call_id, name=place.tool, arguments=arguments))
         rows.append((place, call))
     text_args = {"path": payload.text[:2000]}
     try:
-        args_call = await begin_tool_call(deps, account, conv.id, branch, victim,
-                                          call_id=f"call_{uuid.uuid4().hex[:12]}", name="harden.probe",
-                                          arguments=text_args, runtime_kind=RuntimeKind.CHAT, at=at)
+        args_call = await begin_tool_call(deps, account, conv.id, NewToolCall(
+            branch_id=branch, participant_id=victim, call_id=f"call_{uuid.uuid4().hex[:12]}", name="harden.probe",
+            arguments=text_args, runtime_kind=RuntimeKind.CHAT, at=at))
     except Exception as error:  # recorded as a crash of the arguments placement; the other fields still run
         args_call = None
         case.crashes.append(f"begin_tool_call(arguments={text_args!r:.80}) raised {type(error).__name__}: "
                             f"{str(error).splitlines()[0][:160]}")
     else:
         requests.append(ToolCallRequest(call_id=args_call.call_id, name="harden.probe", arguments=text_args))
-    picker = await begin_tool_call(deps, account, conv.id, branch, victim, call_id=f"call_{uuid.uuid4().hex[:12]}",
-                                   name="user.pick_file", arguments={"prompt": "pick one"},
-                                   runtime_kind=RuntimeKind.CHAT, at=at)
+    picker = await begin_tool_call(deps, account, conv.id, NewToolCall(
+        branch_id=branch, participant_id=victim, call_id=f"call_{uuid.uuid4().hex[:12]}", name="user.pick_file",
+        arguments={"prompt": "pick one"}, runtime_kind=RuntimeKind.CHAT, at=at))
     requests.append(ToolCallRequest(call_id=picker.call_id, name="user.pick_file", arguments={"prompt": "pick one"}))
     # A payload may talk a model into proposing a user memory: the proposal stays an open deferred
     # call, and without the user's confirmation no user memory is written (state_after checks it).
     proposal_args = {"text": payload.text.replace("\x00", "")[:500] or "-"}
     try:
-        proposal = await begin_tool_call(deps, account, conv.id, branch, victim,
-                                         call_id=f"call_{uuid.uuid4().hex[:12]}", name="remember",
-                                         arguments=proposal_args, runtime_kind=RuntimeKind.CHAT, at=at)
+        proposal = await begin_tool_call(deps, account, conv.id, NewToolCall(
+            branch_id=branch, participant_id=victim, call_id=f"call_{uuid.uuid4().hex[:12]}", name="remember",
+            arguments=proposal_args, runtime_kind=RuntimeKind.CHAT, at=at))
     except Exception as error:  # a crash of the proposal placement; the other fields still run
         proposal = None
         case.crashes.append(f"begin_tool_call(remember) raised {type(error).__name__}: "
@@ -215,9 +218,9 @@ async def run_case(stack: Stack, payload: Payload, *, other_state: bool = True) 
         deps, account, picker.id, ToolOutcome(status=ToolCallStatus.SUCCEEDED, result=payload.data,
                                               content_type="text/plain"), captured_at=at))
     # A subagent's report.
-    child_call = await begin_tool_call(deps, account, conv.id, branch, child, call_id=f"call_{uuid.uuid4().hex[:12]}",
-                                       name="harden.probe", arguments={"task": "q3"},
-                                       runtime_kind=RuntimeKind.SUBAGENT_CHILD, at=at)
+    child_call = await begin_tool_call(deps, account, conv.id, NewToolCall(
+        branch_id=branch, participant_id=child, call_id=f"call_{uuid.uuid4().hex[:12]}", name="harden.probe",
+        arguments={"task": "q3"}, runtime_kind=RuntimeKind.SUBAGENT_CHILD, at=at))
     await _step(deps, account, conv.id, branch, child, [ToolCallRequest(call_id=child_call.call_id, name="harden.probe",
                                                                          arguments={"task": "q3"})], "", at,
                 kind=RuntimeKind.SUBAGENT_CHILD)
@@ -246,8 +249,8 @@ async def run_case(stack: Stack, payload: Payload, *, other_state: bool = True) 
     await assemble("native", victim, 2)
     await _step(deps, account, conv.id, branch, victim, [], "Q3 was driven by the north region.", at)
     async with deps.sessions() as session, session.begin():
-        await messages.append_message(session, account, conv.id, branch, role=MessageRole.USER,
-                                      content="And what about Q2?")
+        await messages.append_message(session, account, conv.id, NewMessage(
+            branch_id=branch, role=MessageRole.USER, content="And what about Q2?"))
     await assemble("prefix", victim, 3)
     await assemble("other", other, 3)
     # Assembled afresh (no epoch to continue): the step's results become memory lines of the system block.

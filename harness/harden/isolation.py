@@ -47,6 +47,7 @@ from policy.records import EvidenceRequest, GenerationBoundary
 from store import assemblies, branches, candidates, checkpoints, conversations, messages, payloads, skills
 from store import tool_memories, user_memories
 from store import tools as tool_store
+from store.writes import NewToolCall
 
 ACCOUNT_TABLES = ("conversations", "branches", "participants", "messages", "model_runs", "tool_calls",
                   "tool_artifacts", "tool_memories", "user_memories", "skill_states", "continuation_checkpoints",
@@ -454,9 +455,9 @@ async def _runtime_tool_paths(stack: Stack, prober: Prober, me: str, other: Acco
     for row in other.ids.get("artifact", [])[:3]:
         artifact_id = row[0] if isinstance(row, tuple) else row
         # A real recall call of mine naming their artifact: answered exactly as an id that exists nowhere.
-        call = await begin_tool_call(deps, me, conversation_id, branch_id, participant_id,
-                                     call_id=f"call_{uuid.uuid4().hex[:12]}", name=RECALL,
-                                     arguments={"id": artifact_id}, runtime_kind=RuntimeKind.CHAT)
+        call = await begin_tool_call(deps, me, conversation_id, NewToolCall(
+            branch_id=branch_id, participant_id=participant_id, call_id=f"call_{uuid.uuid4().hex[:12]}", name=RECALL,
+            arguments={"id": artifact_id}, runtime_kind=RuntimeKind.CHAT))
         context = ToolContext(account_id=me, tool_call_id=call.id, attempt=1, workspace=Path("."),
                               artifacts=deps.artifacts, graph=deps)
         await prober.attempt("tool.recall", artifact_id, _uuid(),

@@ -58,6 +58,7 @@ from store import tools as tool_store
 from store.errors import ArtifactStoreError
 from store.payloads import read_artifact_payload
 from store.records import AssemblyTimings
+from store.writes import NewMessage, NewToolCall
 
 _TEMPLATE = re.compile(r"\{([amt]):([A-Za-z0-9_\-]+)\}")
 
@@ -172,9 +173,9 @@ class _Replay:
                 runtime_kind=runtime, provider=participant.provider, model=participant.model,
             )
             message = await messages.append_message(
-                session, self.account_id, self.conversation_id, branch_id,
-                role=MessageRole.ASSISTANT, content=text, author_participant_id=author,
-                speaker_label=label, is_directive=directive, model_run_id=run.id, tool_calls=calls,
+                session, self.account_id, self.conversation_id, NewMessage(
+                    branch_id=branch_id, role=MessageRole.ASSISTANT, content=text, author_participant_id=author,
+                    speaker_label=label, is_directive=directive, model_run_id=run.id, tool_calls=calls),
             )
             await messages.finish_model_run(
                 session, self.account_id, run.id, status="succeeded", message_id=message.id
@@ -186,8 +187,9 @@ class _Replay:
         if step.author is None:
             async with self.deps.sessions() as session, session.begin():
                 message = await messages.append_message(
-                    session, self.account_id, self.conversation_id, branch_id,
-                    role=MessageRole.USER, content=step.text, speaker_label=step.speaker_label,
+                    session, self.account_id, self.conversation_id, NewMessage(
+                        branch_id=branch_id, role=MessageRole.USER, content=step.text,
+                        speaker_label=step.speaker_label),
                 )
             message_id = message.id
         else:
@@ -205,11 +207,11 @@ class _Replay:
         when = self.at(step.at)
         call_id = f"call_{step.key}"
         call = await begin_tool_call(
-            deps, account, self.conversation_id, branch_id, participant_id,
-            call_id=call_id, name=step.name, arguments=step.arguments, runtime_kind=step.runtime, at=when,
-            visibility=step.visibility, privacy=step.privacy,
-            shared_with=[self.participants[key] for key in step.shared_with],
-            retry_critical=step.retry_critical or None,
+            deps, account, self.conversation_id, NewToolCall(
+                branch_id=branch_id, participant_id=participant_id, call_id=call_id, name=step.name,
+                arguments=step.arguments, runtime_kind=step.runtime, at=when, visibility=step.visibility,
+                privacy=step.privacy, shared_with=[self.participants[key] for key in step.shared_with],
+                retry_critical=step.retry_critical or None),
         )
         self.tool_calls[step.key] = call.id
         request = ToolCallRequest(call_id=call_id, name=step.name, arguments=step.arguments)

@@ -50,6 +50,7 @@ from store.errors import ArtifactIntegrityError, ArtifactNotFoundError, BranchCy
 from store.candidates import CandidateLimits
 from store.models import ToolArtifact, ToolMemory
 from store.payloads import read_artifact_payload
+from store.writes import NewMessage, NewToolCall
 
 T0 = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 
@@ -73,8 +74,9 @@ class Chat:
     async def call(self, name: str, arguments: dict, key: str, result: bytes | None = None,
                    status: ToolCallStatus = ToolCallStatus.SUCCEEDED, content_type: str = "application/json"):
         call = await begin_tool_call(
-            self.deps, self.account_id, self.conversation_id, self.branch_id, self.assistant_id,
-            call_id=f"call_{key}", name=name, arguments=arguments, runtime_kind=RuntimeKind.CHAT, at=T0,
+            self.deps, self.account_id, self.conversation_id, NewToolCall(
+                branch_id=self.branch_id, participant_id=self.assistant_id, call_id=f"call_{key}", name=name,
+                arguments=arguments, runtime_kind=RuntimeKind.CHAT, at=T0),
         )
         if result is None:
             return call, None
@@ -86,8 +88,8 @@ class Chat:
 
     async def say(self, text_: str) -> None:
         async with self.deps.sessions() as session, session.begin():
-            await messages.append_message(session, self.account_id, self.conversation_id, self.branch_id,
-                                          role=MessageRole.USER, content=text_)
+            await messages.append_message(session, self.account_id, self.conversation_id, NewMessage(
+                branch_id=self.branch_id, role=MessageRole.USER, content=text_))
 
     def boundary(self, **overrides) -> GenerationBoundary:
         fields = dict(account_id=self.account_id, conversation_id=self.conversation_id, branch_id=self.branch_id,
@@ -299,9 +301,10 @@ async def test_a_first_read_whose_bytes_fail_their_hash_is_recorded_as_not_shown
     original = json.dumps({"id": "A-9", "tier": "gold", "arr_eur": 120000, "pad": "x" * 200}).encode()
     async with chat.deps.sessions() as session, session.begin():
         await messages.append_message(
-            session, chat.account_id, chat.conversation_id, chat.branch_id, role=MessageRole.ASSISTANT,
-            content="", author_participant_id=chat.assistant_id,
-            tool_calls=[{"call_id": "call_first", "name": "crm.get_account", "arguments": {"account_id": "A-9"}}])
+            session, chat.account_id, chat.conversation_id, NewMessage(
+                branch_id=chat.branch_id, role=MessageRole.ASSISTANT, content="",
+                author_participant_id=chat.assistant_id,
+                tool_calls=[{"call_id": "call_first", "name": "crm.get_account", "arguments": {"account_id": "A-9"}}]))
     call, ingested = await chat.call("crm.get_account", {"account_id": "A-9"}, "first", original)
     artifact = ingested.artifact
 
@@ -395,8 +398,8 @@ async def test_unknown_ids_get_typed_errors(chat: Chat) -> None:
 async def test_a_cyclic_branch_is_refused_and_never_walked_forever(chat: Chat) -> None:
     await chat.say("root question")
     async with chat.deps.sessions() as session, session.begin():
-        first = await messages.append_message(session, chat.account_id, chat.conversation_id, chat.branch_id,
-                                              role=MessageRole.USER, content="fork here")
+        first = await messages.append_message(session, chat.account_id, chat.conversation_id, NewMessage(
+            branch_id=chat.branch_id, role=MessageRole.USER, content="fork here"))
         a = await branches.fork_branch(session, chat.account_id, chat.conversation_id, chat.branch_id,
                                        first.id, name="a")
     with pytest.raises(BranchCycleError):
@@ -465,9 +468,9 @@ async def test_a_result_that_disagrees_on_a_shared_fact_is_linked_as_a_conflict(
 
 async def test_memory_privacy_is_never_looser_than_its_artifact(chat: Chat) -> None:
     call = await begin_tool_call(
-        chat.deps, chat.account_id, chat.conversation_id, chat.branch_id, chat.assistant_id,
-        call_id="call_mail", name="crm.get_account", arguments={"account_id": "A-6"},
-        runtime_kind=RuntimeKind.CHAT, privacy=PrivacyClass.GOOGLE_DERIVED, at=T0,
+        chat.deps, chat.account_id, chat.conversation_id, NewToolCall(
+            branch_id=chat.branch_id, participant_id=chat.assistant_id, call_id="call_mail", name="crm.get_account",
+            arguments={"account_id": "A-6"}, runtime_kind=RuntimeKind.CHAT, privacy=PrivacyClass.GOOGLE_DERIVED, at=T0),
     )
     ingested = await ingest_tool_result(chat.deps, chat.account_id, call.id,
                                         ToolOutcome(status=ToolCallStatus.SUCCEEDED, result=b'{"id":"A-6"}'))

@@ -31,6 +31,7 @@ from policy.enums import RuntimeKind, ToolCallStatus
 from store import conversations
 from store import tools as tool_store
 from store.artifacts import ArtifactStore
+from store.writes import NewToolCall
 
 pytestmark = pytest.mark.integration
 
@@ -124,8 +125,9 @@ async def test_execute_tool_refuses_a_tool_outside_the_allow_list_without_runnin
     calls = []
     for key, name in (("refused", "workspace.read_csv"), ("allowed", "workspace.list_files")):
         calls.append(await begin_tool_call(
-            deps, account_id, conversation.id, conversation.root_branch_id, participant.id, call_id=f"call_{key}",
-            name=name, arguments={}, runtime_kind=RuntimeKind.CHAT, at=datetime.now(UTC)))
+            deps, account_id, conversation.id, NewToolCall(
+                branch_id=conversation.root_branch_id, participant_id=participant.id, call_id=f"call_{key}", name=name,
+                arguments={}, runtime_kind=RuntimeKind.CHAT, at=datetime.now(UTC))))
     activities = TurnActivities(deps=deps, tools=default_registry(), workspace=SAMPLE_WORKSPACE,
                                 providers=ModelProviders())
     refused, allowed = [await ActivityEnvironment().run(activities.execute_tool,

@@ -33,6 +33,7 @@ from policy.versions import LEAN_POLICY
 from store import messages
 from store.errors import NotFoundError
 from store.models import ToolCall, ToolMemory
+from store.writes import NewMessage
 
 
 async def _memory(deps, outcome: ScenarioOutcome, tool: str, *, first: bool = True, **where: Any) -> str:
@@ -269,9 +270,8 @@ async def test_what_if_last_passes_over_newer_runs_without_an_assembly(graph_dep
 async def test_diff_of_consecutive_calls(graph_deps) -> None:
     outcome = await run_scenario(scenario("stale_connected_app_memory"), graph_deps)
     async with graph_deps.sessions() as session, session.begin():
-        await messages.append_message(session, outcome.account_id, outcome.conversation_id,
-                                      outcome.boundary.branch_id, role=MessageRole.USER,
-                                      content="And on Saturday morning?")
+        await messages.append_message(session, outcome.account_id, outcome.conversation_id, NewMessage(
+            branch_id=outcome.boundary.branch_id, role=MessageRole.USER, content="And on Saturday morning?"))
         run = await messages.start_model_run(session, outcome.account_id, outcome.conversation_id,
                                              outcome.boundary.branch_id, outcome.boundary.participant_id)
     boundary = outcome.boundary.model_copy(update={"model_run_id": run.id,
@@ -469,8 +469,8 @@ async def test_diff_finds_the_previous_call_behind_ten_thousand_later_assemblies
 
     outcome = await run_scenario(scenario("stale_connected_app_memory"), graph_deps)
     async with graph_deps.sessions() as session, session.begin():
-        await messages.append_message(session, outcome.account_id, outcome.conversation_id,
-                                      outcome.boundary.branch_id, role=MessageRole.USER, content="And on Sunday?")
+        await messages.append_message(session, outcome.account_id, outcome.conversation_id, NewMessage(
+            branch_id=outcome.boundary.branch_id, role=MessageRole.USER, content="And on Sunday?"))
         run = await messages.start_model_run(session, outcome.account_id, outcome.conversation_id,
                                              outcome.boundary.branch_id, outcome.boundary.participant_id)
     boundary = outcome.boundary.model_copy(update={"model_run_id": run.id,

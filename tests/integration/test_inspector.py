@@ -32,6 +32,7 @@ from store import conversations, messages
 from store import tools as tool_store
 from store.candidates import load_candidates
 from store.payloads import read_artifact_payload
+from store.writes import NewToolCall
 
 SECRET = b"inspector-test-secret-0123456789abcdef"
 HOSTILE = ("<script>alert('x')</script> <img src=x onerror=alert(1)> \x1b[31mred\x1b[0m "
@@ -70,10 +71,10 @@ async def _account(temporal_env: WorkflowEnvironment, deps: GraphDeps, name: str
 
     message_id = await client.say(Scope(account_id=account_id, conversation_id=scope_conversation,
                                         branch_id=branch), f"user says {HOSTILE}")
-    call = await begin_tool_call(deps, account_id, scope_conversation, branch, outcome.participant_id,
-                                 call_id=f"call_{uuid.uuid4().hex[:12]}", name="workspace.read_file",
-                                 arguments={"path": "hostile.txt"}, runtime_kind=RuntimeKind.CHAT,
-                                 privacy=PrivacyClass.USER)  # an undeclared tool is secret-class otherwise
+    call = await begin_tool_call(deps, account_id, scope_conversation, NewToolCall(
+        branch_id=branch, participant_id=outcome.participant_id, call_id=f"call_{uuid.uuid4().hex[:12]}",
+        name="workspace.read_file", arguments={"path": "hostile.txt"}, runtime_kind=RuntimeKind.CHAT,
+        privacy=PrivacyClass.USER))  # an undeclared tool is secret-class otherwise
     payload = f"{RAW_MARK}{name} {HOSTILE}".encode()
     ingested = await ingest_tool_result(deps, account_id, call.id, ToolOutcome(
         status=ToolCallStatus.SUCCEEDED, result=payload, content_type="text/plain"))
@@ -201,10 +202,10 @@ async def test_hostile_tool_text_is_escaped_everywhere(app: httpx.AsyncClient, a
 async def test_raw_bytes_are_cut_and_counted(app: httpx.AsyncClient, accounts: tuple[Account, Account],
                                              graph_deps: GraphDeps):
     a, _ = accounts
-    call = await begin_tool_call(graph_deps, a.id, a.conversation_id, a.branch_id,
-                                 (await _participant(graph_deps, a)), call_id=f"call_{uuid.uuid4().hex[:12]}",
-                                 name="workspace.read_file", arguments={"path": "big.txt"},
-                                 runtime_kind=RuntimeKind.CHAT, privacy=PrivacyClass.USER)
+    call = await begin_tool_call(graph_deps, a.id, a.conversation_id, NewToolCall(
+        branch_id=a.branch_id, participant_id=(await _participant(graph_deps, a)),
+        call_id=f"call_{uuid.uuid4().hex[:12]}", name="workspace.read_file", arguments={"path": "big.txt"},
+        runtime_kind=RuntimeKind.CHAT, privacy=PrivacyClass.USER))
     payload = b"A" * 40_000 + b"TAIL-NOT-SHOWN"
     ingested = await ingest_tool_result(graph_deps, a.id, call.id, ToolOutcome(
         status=ToolCallStatus.SUCCEEDED, result=payload, content_type="text/plain"))
@@ -219,10 +220,10 @@ async def test_secret_class_raw_bytes_are_withheld_unless_a_revealing_viewer_ask
         app: httpx.AsyncClient, accounts: tuple[Account, Account], graph_deps: GraphDeps,
         caplog: pytest.LogCaptureFixture):
     a, _ = accounts
-    call = await begin_tool_call(graph_deps, a.id, a.conversation_id, a.branch_id, await _participant(graph_deps, a),
-                                 call_id=f"call_{uuid.uuid4().hex[:12]}", name="vault.read_secret",
-                                 arguments={"name": "stripe"}, runtime_kind=RuntimeKind.CHAT,
-                                 privacy=PrivacyClass.SECRET_ADJACENT)
+    call = await begin_tool_call(graph_deps, a.id, a.conversation_id, NewToolCall(
+        branch_id=a.branch_id, participant_id=await _participant(graph_deps, a),
+        call_id=f"call_{uuid.uuid4().hex[:12]}", name="vault.read_secret", arguments={"name": "stripe"},
+        runtime_kind=RuntimeKind.CHAT, privacy=PrivacyClass.SECRET_ADJACENT))
     payload = f"token {SECRET_RAW}".encode()
     ingested = await ingest_tool_result(graph_deps, a.id, call.id, ToolOutcome(
         status=ToolCallStatus.SUCCEEDED, result=payload, content_type="text/plain"))

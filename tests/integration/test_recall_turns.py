@@ -32,6 +32,7 @@ from provider_turns import provider_dossier
 from store import conversations, evidence
 from store import tools as tool_store
 from store.payloads import read_artifact_payload
+from store.writes import NewToolCall
 
 MODEL = "openai:gpt-test"
 Q3 = "sales/2026-q3-orders.csv"
@@ -174,9 +175,9 @@ async def test_recall_is_denied_for_private_unknown_raw_restricted_and_oversized
                                                      provider="openai", model="gpt-test")).id
 
     async def captured(participant: str, payload: bytes, **call_fields) -> str:
-        call = await begin_tool_call(dossier.deps, account, conv, branch, participant,
-                                     call_id=f"seed_{uuid.uuid4().hex[:8]}", name="notes.fetch", arguments={},
-                                     runtime_kind=RuntimeKind.CHAT, **call_fields)
+        call = await begin_tool_call(dossier.deps, account, conv, NewToolCall(
+            branch_id=branch, participant_id=participant, call_id=f"seed_{uuid.uuid4().hex[:8]}", name="notes.fetch",
+            arguments={}, runtime_kind=RuntimeKind.CHAT, **call_fields))
         return (await ingest_tool_result(dossier.deps, account, call.id, ToolOutcome(
             status=ToolCallStatus.SUCCEEDED, result=payload, content_type="text/plain"))).artifact.id
 

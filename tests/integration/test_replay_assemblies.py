@@ -41,6 +41,7 @@ from store.errors import AssemblyNotReplayableError, NotFoundError
 from store.models import ContextAssembly, PolicyDecision, ToolMemory
 from store.payloads import read_artifact_payload
 from store.tool_memories import mark_memory_resolution
+from store.writes import NewMessage, NewToolCall
 
 SCENARIOS = all_scenarios()
 QUESTION = "Which region drove Q3 2026 revenue? Write me a short report."
@@ -74,8 +75,8 @@ async def _move_on(deps: GraphDeps, account_id: str, conversation_id: str, branc
                                                   error="failed when run again")
             else:
                 await tool_store.update_tool_call(session, account_id, call.id, status=ToolCallStatus.SUCCEEDED)
-        await messages.append_message(session, account_id, conversation_id, branch_id, role=MessageRole.USER,
-                                      content="And what about Q4?")
+        await messages.append_message(session, account_id, conversation_id, NewMessage(
+            branch_id=branch_id, role=MessageRole.USER, content="And what about Q4?"))
 
 
 async def _recompute_all(deps: GraphDeps, account_id: str, assembly_ids: list[str]) -> None:
@@ -139,18 +140,18 @@ async def test_pinned_pools_at_their_limits_replay_as_they_were(graph_deps) -> N
         conversation = await conversations.create_conversation(session, account_id, title="t")
         assistant = await conversations.add_participant(session, account_id, conversation.id, name="Assistant",
                                                         provider="scripted", model="m")
-        await messages.append_message(session, account_id, conversation.id, conversation.root_branch_id,
-                                      role=MessageRole.USER, content="Deploy it.")
+        await messages.append_message(session, account_id, conversation.id, NewMessage(
+            branch_id=conversation.root_branch_id, role=MessageRole.USER, content="Deploy it."))
     at = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
     for n in range(3):
-        call = await begin_tool_call(deps, account_id, conversation.id, conversation.root_branch_id, assistant.id,
-                                     call_id=f"call_deploy_{n}", name="deploy.run", arguments={"attempt": n},
-                                     runtime_kind=RuntimeKind.CHAT, at=at)
+        call = await begin_tool_call(deps, account_id, conversation.id, NewToolCall(
+            branch_id=conversation.root_branch_id, participant_id=assistant.id, call_id=f"call_deploy_{n}",
+            name="deploy.run", arguments={"attempt": n}, runtime_kind=RuntimeKind.CHAT, at=at))
         await record_attempt_failure(deps, account_id, call.id, attempt=1, error=f"deploy {n} failed", final=True,
                                      at=at)
-        await begin_tool_call(deps, account_id, conversation.id, conversation.root_branch_id, assistant.id,
-                              call_id=f"call_wait_{n}", name="approval.wait", arguments={"n": n},
-                              runtime_kind=RuntimeKind.CHAT, at=at)
+        await begin_tool_call(deps, account_id, conversation.id, NewToolCall(
+            branch_id=conversation.root_branch_id, participant_id=assistant.id, call_id=f"call_wait_{n}",
+            name="approval.wait", arguments={"n": n}, runtime_kind=RuntimeKind.CHAT, at=at))
     boundary = GenerationBoundary(account_id=account_id, conversation_id=conversation.id,
                                   branch_id=conversation.root_branch_id, participant_id=assistant.id,
                                   runtime_kind=RuntimeKind.CHAT, provider_route="local",
@@ -232,9 +233,9 @@ async def _call_again(deps: GraphDeps, account_id: str, tool_call_id: str, call_
         artifact = await tool_store.get_artifact_for_tool_call(session, account_id, tool_call_id)
         raw = await read_artifact_payload(session, deps.artifacts, account_id, artifact.id)
         branch = await branches.get_branch(session, account_id, call.branch_id)
-    again = await begin_tool_call(deps, account_id, branch.conversation_id, call.branch_id, call.participant_id,
-                                  call_id=call_id, name=call.name, arguments=call.arguments,
-                                  runtime_kind=call.runtime_kind, at=artifact.captured_at + timedelta(hours=1))
+    again = await begin_tool_call(deps, account_id, branch.conversation_id, NewToolCall(
+        branch_id=call.branch_id, participant_id=call.participant_id, call_id=call_id, name=call.name,
+        arguments=call.arguments, runtime_kind=call.runtime_kind, at=artifact.captured_at + timedelta(hours=1)))
     await ingest_tool_result(deps, account_id, again.id, ToolOutcome(status=ToolCallStatus.SUCCEEDED, result=raw,
                                                                       content_type=artifact.content_type),
                              captured_at=artifact.captured_at + timedelta(hours=1))
@@ -284,8 +285,8 @@ async def test_what_replay_cannot_bring_back_is_reported(graph_deps) -> None:
     outcome = await run_scenario(scenario, graph_deps)
     assert outcome.record.rehydrated_refs, "the scenario rehydrates raw evidence"
     async with graph_deps.sessions() as session, session.begin():
-        await messages.append_message(session, outcome.account_id, outcome.conversation_id,
-                                      outcome.boundary.branch_id, role=MessageRole.USER, content="Thanks.")
+        await messages.append_message(session, outcome.account_id, outcome.conversation_id, NewMessage(
+            branch_id=outcome.boundary.branch_id, role=MessageRole.USER, content="Thanks."))
     later = await assemble_context(graph_deps, outcome.boundary.model_copy(
         update={"now": outcome.boundary.now + timedelta(minutes=5)}))
     stored = await recompute_assembly(graph_deps, outcome.account_id, later.assembly_id)
@@ -324,13 +325,13 @@ async def test_a_memory_superseded_again_on_a_sibling_branch_replays_as_it_was(g
 
     async def say(branch_id: str, text: str) -> str:
         async with deps.sessions() as session, session.begin():
-            return (await messages.append_message(session, account_id, conversation.id, branch_id,
-                                                  role=MessageRole.USER, content=text)).id
+            return (await messages.append_message(session, account_id, conversation.id, NewMessage(
+                branch_id=branch_id, role=MessageRole.USER, content=text))).id
 
     async def tier(branch_id: str, key: str, value: str) -> None:
-        call = await begin_tool_call(deps, account_id, conversation.id, branch_id, assistant.id, call_id=f"call_{key}",
-                                     name="crm.get_account", arguments={"account_id": "A-1"},
-                                     runtime_kind=RuntimeKind.CHAT, at=at)
+        call = await begin_tool_call(deps, account_id, conversation.id, NewToolCall(
+            branch_id=branch_id, participant_id=assistant.id, call_id=f"call_{key}", name="crm.get_account",
+            arguments={"account_id": "A-1"}, runtime_kind=RuntimeKind.CHAT, at=at))
         await ingest_tool_result(deps, account_id, call.id, ToolOutcome(
             status=ToolCallStatus.SUCCEEDED, result=f'{{"id":"A-1","tier":"{value}"}}'.encode()), captured_at=at)
 
@@ -375,13 +376,13 @@ async def test_a_branch_moved_under_another_parent_is_reported_as_a_difference(g
         assistant = await conversations.add_participant(session, account_id, conversation.id, name="Assistant",
                                                         provider="scripted", model="m")
         root = conversation.root_branch_id
-        first = await messages.append_message(session, account_id, conversation.id, root, role=MessageRole.USER,
-                                              content="The budget is 10k.")
-        second = await messages.append_message(session, account_id, conversation.id, root, role=MessageRole.USER,
-                                               content="Correction: the budget is 12k.")
+        first = await messages.append_message(session, account_id, conversation.id, NewMessage(
+            branch_id=root, role=MessageRole.USER, content="The budget is 10k."))
+        second = await messages.append_message(session, account_id, conversation.id, NewMessage(
+            branch_id=root, role=MessageRole.USER, content="Correction: the budget is 12k."))
         moved = (await branches.fork_branch(session, account_id, conversation.id, root, second.id, name="a")).id
-        await messages.append_message(session, account_id, conversation.id, moved, role=MessageRole.USER,
-                                      content="What is the budget?")
+        await messages.append_message(session, account_id, conversation.id, NewMessage(
+            branch_id=moved, role=MessageRole.USER, content="What is the budget?"))
     boundary = GenerationBoundary(account_id=account_id, conversation_id=conversation.id, branch_id=moved,
                                   participant_id=assistant.id, runtime_kind=RuntimeKind.CHAT,
                                   provider_route="local", now=datetime(2026, 11, 30, 9, 0, tzinfo=UTC))

@@ -58,6 +58,7 @@ from store.models import (
 )
 from store.payloads import read_artifact_payload
 from store.retention import archive_key, collect_batch
+from store.writes import NewMessage, NewToolCall
 
 pytestmark = pytest.mark.integration
 
@@ -98,9 +99,9 @@ class Account:
     async def call(self, name: str, result: bytes, key: str | None = None, content_type: str = "application/json",
                    arguments: dict | None = None):
         call = await begin_tool_call(
-            self.deps, self.account_id, self.conversation_id, self.branch_id, self.assistant_id,
-            call_id=f"call_{key or uuid.uuid4().hex}", name=name, arguments=arguments or {"q": name},
-            runtime_kind=RuntimeKind.CHAT, at=T0)
+            self.deps, self.account_id, self.conversation_id, NewToolCall(
+                branch_id=self.branch_id, participant_id=self.assistant_id, call_id=f"call_{key or uuid.uuid4().hex}",
+                name=name, arguments=arguments or {"q": name}, runtime_kind=RuntimeKind.CHAT, at=T0))
         return await ingest_tool_result(self.deps, self.account_id, call.id,
                                         ToolOutcome(status=ToolCallStatus.SUCCEEDED, result=result, content_type=content_type), captured_at=T0)
 
@@ -274,10 +275,11 @@ async def test_redacted_and_deleted_results_take_their_calls_arguments_with_them
     calls = {name: await account.row(ToolCall, ingested.artifact.tool_call_id) for name, ingested in made.items()}
     async with account.deps.sessions() as session, session.begin():
         message = await messages.append_message(
-            session, account.account_id, account.conversation_id, account.branch_id, role=MessageRole.ASSISTANT,
-            content="", author_participant_id=account.assistant_id,
-            tool_calls=[{"call_id": call.call_id, "name": call.name, "arguments": dict(call.arguments)}
-                        for call in calls.values()])
+            session, account.account_id, account.conversation_id, NewMessage(
+                branch_id=account.branch_id, role=MessageRole.ASSISTANT, content="",
+                author_participant_id=account.assistant_id,
+                tool_calls=[{"call_id": call.call_id, "name": call.name, "arguments": dict(call.arguments)}
+                        for call in calls.values()]))
     await account.collect(days=31)
     again = await account.collect(days=31)  # idempotent: the marker keeps the first hash
 
@@ -341,9 +343,9 @@ async def test_a_deleted_memory_or_artifact_leaves_no_id_behind_in_links_or_reca
     alt = await account.call("t.keep", b'{"v": "alt"}', arguments={"subject": "alt"})
     gone = await account.call("t.delete", b'{"v": "raw"}', arguments={"subject": "raw"})  # artifact deleted at 30 d
     new_id = doomed.memory.id
-    recall = await begin_tool_call(account.deps, account.account_id, account.conversation_id, account.branch_id,
-                                   account.assistant_id, call_id=f"call_{uuid.uuid4().hex}", name="recall",
-                                   arguments={"id": gone.artifact.id}, runtime_kind=RuntimeKind.CHAT, at=T0)
+    recall = await begin_tool_call(account.deps, account.account_id, account.conversation_id, NewToolCall(
+        branch_id=account.branch_id, participant_id=account.assistant_id, call_id=f"call_{uuid.uuid4().hex}",
+        name="recall", arguments={"id": gone.artifact.id}, runtime_kind=RuntimeKind.CHAT, at=T0))
     async with account.deps.sessions() as session, session.begin():
         seq = (await account.row(ToolMemory, new_id)).seq
         links = {old.memory.id: {"superseded_by": new_id, "superseded_seq": seq},
@@ -392,9 +394,9 @@ async def test_recalls_and_decisions_keep_a_removed_results_id_and_lose_its_poin
     from the recall's locator and decision and from the assemblies' decisions about the artifact."""
     gone = await account.call("t.delete", b'{"patients": {"Jane Roe": 3}}', arguments={"subject": "visits"})
     pointer, subject = "/patients/Jane Roe", f"artifact:{gone.artifact.id}"
-    recall = await begin_tool_call(account.deps, account.account_id, account.conversation_id, account.branch_id,
-                                   account.assistant_id, call_id=f"call_{uuid.uuid4().hex}", name="recall",
-                                   arguments={"id": gone.artifact.id}, runtime_kind=RuntimeKind.CHAT, at=T0)
+    recall = await begin_tool_call(account.deps, account.account_id, account.conversation_id, NewToolCall(
+        branch_id=account.branch_id, participant_id=account.assistant_id, call_id=f"call_{uuid.uuid4().hex}",
+        name="recall", arguments={"id": gone.artifact.id}, runtime_kind=RuntimeKind.CHAT, at=T0))
     async with account.deps.sessions() as session, session.begin():
         session.add(EvidenceRequest(
             id=str(uuid.uuid4()), account_id=account.account_id, conversation_id=account.conversation_id,
@@ -431,9 +433,9 @@ async def test_a_recalls_copy_of_the_bytes_goes_with_its_source(account: Account
     the source's rule removes the raw result, the copy goes the same way, in the same batch."""
     raw = b'{"patients": {"Jane Roe": 3}}'
     source = await account.call(f"t.{name}", raw, arguments={"subject": "visits"})
-    recall = await begin_tool_call(account.deps, account.account_id, account.conversation_id, account.branch_id,
-                                   account.assistant_id, call_id=f"call_{uuid.uuid4().hex}", name="recall",
-                                   arguments={"id": source.artifact.id}, runtime_kind=RuntimeKind.CHAT, at=T0)
+    recall = await begin_tool_call(account.deps, account.account_id, account.conversation_id, NewToolCall(
+        branch_id=account.branch_id, participant_id=account.assistant_id, call_id=f"call_{uuid.uuid4().hex}",
+        name="recall", arguments={"id": source.artifact.id}, runtime_kind=RuntimeKind.CHAT, at=T0))
     copy = await ingest_tool_result(account.deps, account.account_id, recall.id,
                                     ToolOutcome(status=ToolCallStatus.SUCCEEDED, result=raw,
                                                 content_type="application/json"), captured_at=T0)
@@ -484,9 +486,9 @@ async def test_a_cited_file_handle_is_not_collected_and_an_uncited_one_is(accoun
     cited, cited_ref = await _file(account, "report.md", b"# Q3 report\n")
     loose, loose_ref = await _file(account, "draft.md", b"# an old draft\n")
     async with account.deps.sessions() as session, session.begin():
-        await messages.append_message(session, account.account_id, account.conversation_id, account.branch_id,
-                                      role=MessageRole.ASSISTANT,
-                                      content=f"Your report: s3://{account.deps.artifacts.bucket}/{cited_ref.key}")
+        await messages.append_message(session, account.account_id, account.conversation_id, NewMessage(
+            branch_id=account.branch_id, role=MessageRole.ASSISTANT,
+            content=f"Your report: s3://{account.deps.artifacts.bucket}/{cited_ref.key}"))
     actions = await account.collect(days=1)
     assert actions.get("artifact:kept_cited", 0) >= 1
     assert await account.row(ToolArtifact, cited.artifact.id) is not None
@@ -500,8 +502,8 @@ async def test_the_cited_file_check_scans_the_messages_once_per_batch(account: A
     cited, cited_ref = await _file(account, "kept.md", b"# kept\n")
     loose = [await _file(account, f"loose-{n}.md", f"# loose {n}\n".encode()) for n in range(3)]
     async with account.deps.sessions() as session, session.begin():
-        await messages.append_message(session, account.account_id, account.conversation_id, account.branch_id,
-                                      role=MessageRole.ASSISTANT, content=f"See {cited.artifact.id}")
+        await messages.append_message(session, account.account_id, account.conversation_id, NewMessage(
+            branch_id=account.branch_id, role=MessageRole.ASSISTANT, content=f"See {cited.artifact.id}"))
     scans: list[str] = []
 
     def count(conn, cursor, statement, parameters, context, executemany) -> None:  # noqa: ANN001, ARG001

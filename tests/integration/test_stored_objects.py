@@ -42,6 +42,7 @@ from store import conversations
 from store.artifacts import ArtifactStore, ObjectRef, object_key
 from store.errors import ArtifactStoreUnavailableError
 from store.models import ObjectState, StoredObject, ToolCall
+from store.writes import NewToolCall
 
 pytestmark = pytest.mark.integration
 
@@ -78,10 +79,10 @@ async def _write_call(deps: GraphDeps, content: str = REPORT) -> tuple[str, str]
         conversation = await conversations.create_conversation(session, account_id, title="t")
         assistant = await conversations.add_participant(session, account_id, conversation.id, name="Assistant",
                                                         provider="scripted", model="analyst")
-    call = await begin_tool_call(deps, account_id, conversation.id, conversation.root_branch_id, assistant.id,
-                                 call_id=f"call_{uuid.uuid4().hex}", name="files.write",
-                                 arguments={"name": "q3-report.md", "content": content},
-                                 runtime_kind=RuntimeKind.CHAT, at=datetime.now(UTC))
+    call = await begin_tool_call(deps, account_id, conversation.id, NewToolCall(
+        branch_id=conversation.root_branch_id, participant_id=assistant.id, call_id=f"call_{uuid.uuid4().hex}",
+        name="files.write", arguments={"name": "q3-report.md", "content": content}, runtime_kind=RuntimeKind.CHAT,
+        at=datetime.now(UTC)))
     return account_id, call.id
 
 
@@ -199,9 +200,9 @@ async def test_the_sweep_keeps_bytes_another_call_claimed(
     async with graph_deps.sessions() as session:
         call = await session.scalar(select(ToolCall).where(ToolCall.id == failed_call))
         conversation_id, branch_id, participant_id = call.conversation_id, call.branch_id, call.participant_id
-    same = await begin_tool_call(graph_deps, account_id, conversation_id, branch_id, participant_id,
-                                 call_id=f"call_{uuid.uuid4().hex}", name="files.write",
-                                 arguments={"name": "copy.md", "content": REPORT}, runtime_kind=RuntimeKind.CHAT)
+    same = await begin_tool_call(graph_deps, account_id, conversation_id, NewToolCall(
+        branch_id=branch_id, participant_id=participant_id, call_id=f"call_{uuid.uuid4().hex}", name="files.write",
+        arguments={"name": "copy.md", "content": REPORT}, runtime_kind=RuntimeKind.CHAT))
     await _fail_for_good(graph_deps, account_id, failed_call)
     handle = await _succeed(graph_deps, account_id, same.id)  # the same bytes: one content-addressed object
     key = handle["uri"].removeprefix(f"s3://{s3_bucket}/")

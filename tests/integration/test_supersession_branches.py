@@ -23,6 +23,7 @@ from policy.enums import MessageRole, RuntimeKind, ToolCallStatus
 from policy.records import GenerationBoundary
 from policy.tools import ToolCatalog, ToolSpec
 from store import branches, conversations, messages
+from store.writes import NewMessage, NewToolCall
 
 pytestmark = pytest.mark.integration
 
@@ -41,13 +42,13 @@ async def test_a_pre_fork_memory_is_superseded_on_each_branch_that_has_a_newer_r
 
     async def say(branch_id: str, text: str) -> str:
         async with deps.sessions() as session, session.begin():
-            return (await messages.append_message(session, account_id, conversation.id, branch_id,
-                                                  role=MessageRole.USER, content=text)).id
+            return (await messages.append_message(session, account_id, conversation.id, NewMessage(
+                branch_id=branch_id, role=MessageRole.USER, content=text))).id
 
     async def tier(branch_id: str, key: str, value: str):
-        call = await begin_tool_call(deps, account_id, conversation.id, branch_id, assistant.id, call_id=f"call_{key}",
-                                     name="crm.get_account", arguments={"account_id": "A-1"},
-                                     runtime_kind=RuntimeKind.CHAT, at=T0)
+        call = await begin_tool_call(deps, account_id, conversation.id, NewToolCall(
+            branch_id=branch_id, participant_id=assistant.id, call_id=f"call_{key}", name="crm.get_account",
+            arguments={"account_id": "A-1"}, runtime_kind=RuntimeKind.CHAT, at=T0))
         ingested = await ingest_tool_result(deps, account_id, call.id, ToolOutcome(
             status=ToolCallStatus.SUCCEEDED, result=f'{{"id":"A-1","tier":"{value}"}}'.encode()), captured_at=T0)
         return ingested.memory

@@ -50,6 +50,7 @@ from store import checkpoints, conversations, messages, skills, tool_memories, u
 from store import tools as tool_store
 from store.payloads import read_artifact_payload
 from store.taint import TaintError, run_privacy
+from store.writes import NewMessage, NewToolCall
 
 pytestmark = pytest.mark.integration
 
@@ -76,9 +77,9 @@ class World:
                    model_run_id: str | None = None, kind: RuntimeKind = RuntimeKind.CHAT,
                    status: ToolCallStatus = ToolCallStatus.SUCCEEDED):
         call = await begin_tool_call(
-            self.deps, self.account_id, self.conversation_id, self.branch_id, participant,
-            call_id=f"call-{uuid.uuid4().hex[:12]}", name=name, arguments=arguments or {"q": "x"},
-            runtime_kind=kind, model_run_id=model_run_id, at=T0,
+            self.deps, self.account_id, self.conversation_id, NewToolCall(
+                branch_id=self.branch_id, participant_id=participant, call_id=f"call-{uuid.uuid4().hex[:12]}",
+                name=name, arguments=arguments or {"q": "x"}, runtime_kind=kind, model_run_id=model_run_id, at=T0),
         )
         ingested = await ingest_tool_result(
             self.deps, self.account_id, call.id,
@@ -116,8 +117,8 @@ async def world(graph_deps: GraphDeps) -> World:
         child = await conversations.add_participant(session, account_id, conversation.id, name="Researcher",
                                                     role="subagent", parent_participant_id=assistant.id,
                                                     provider="scripted", model="m")
-        await messages.append_message(session, account_id, conversation.id, conversation.root_branch_id,
-                                      role=MessageRole.USER, content="Summarise my inbox into a file.")
+        await messages.append_message(session, account_id, conversation.id, NewMessage(
+            branch_id=conversation.root_branch_id, role=MessageRole.USER, content="Summarise my inbox into a file."))
     return World(deps, account_id, conversation.id, conversation.root_branch_id, assistant.id, critic.id, child.id)
 
 
@@ -161,9 +162,9 @@ async def test_files_write_after_reading_gmail_is_google_derived_to_the_file(wor
     registry = default_registry()
     arguments = {"name": "inbox.md", "content": "MARK-gmail-7781 quarterly numbers"}
     call = await begin_tool_call(
-        world.deps, world.account_id, world.conversation_id, world.branch_id, world.assistant_id,
-        call_id=f"{run_id}:w1", name="files.write", arguments=arguments, runtime_kind=RuntimeKind.CHAT,
-        model_run_id=run_id, at=T0,
+        world.deps, world.account_id, world.conversation_id, NewToolCall(
+            branch_id=world.branch_id, participant_id=world.assistant_id, call_id=f"{run_id}:w1", name="files.write",
+            arguments=arguments, runtime_kind=RuntimeKind.CHAT, model_run_id=run_id, at=T0),
     )
     assert call.privacy is PrivacyClass.GOOGLE_DERIVED
     context = ToolContext(account_id=world.account_id, tool_call_id=call.id, attempt=1, workspace=SAMPLE_WORKSPACE,
@@ -185,9 +186,10 @@ async def test_a_failed_calls_arguments_are_gated_by_what_its_model_read(world: 
     await world.tool(world.assistant_id, "vault.peek", b"MARK-secret-4411 db password")
     run_id = await world.run(world.assistant_id)
     call = await begin_tool_call(
-        world.deps, world.account_id, world.conversation_id, world.branch_id, world.assistant_id,
-        call_id=f"{run_id}:w2", name="files.write", arguments={"name": "x.md", "content": "MARK-secret-4411"},
-        runtime_kind=RuntimeKind.CHAT, model_run_id=run_id, at=T0,
+        world.deps, world.account_id, world.conversation_id, NewToolCall(
+            branch_id=world.branch_id, participant_id=world.assistant_id, call_id=f"{run_id}:w2", name="files.write",
+            arguments={"name": "x.md", "content": "MARK-secret-4411"}, runtime_kind=RuntimeKind.CHAT,
+            model_run_id=run_id, at=T0),
     )
     assert call.privacy is PrivacyClass.SECRET_ADJACENT
     await record_attempt_failure(world.deps, world.account_id, call.id, attempt=1,
@@ -213,9 +215,9 @@ async def test_a_run_that_read_only_public_data_keeps_its_tools_class(world: Wor
     run_id = await world.run(other.id, route="public-only")
     assert await _run_class(world, run_id) is PrivacyClass.PUBLIC
     call = await begin_tool_call(
-        world.deps, world.account_id, world.conversation_id, world.branch_id, other.id,
-        call_id=f"{run_id}:w3", name="files.write", arguments={"name": "a.md", "content": "hello"},
-        runtime_kind=RuntimeKind.CHAT, model_run_id=run_id, at=T0,
+        world.deps, world.account_id, world.conversation_id, NewToolCall(
+            branch_id=world.branch_id, participant_id=other.id, call_id=f"{run_id}:w3", name="files.write",
+            arguments={"name": "a.md", "content": "hello"}, runtime_kind=RuntimeKind.CHAT, model_run_id=run_id, at=T0),
     )
     assert call.privacy is PrivacyClass.USER  # files.write's own class: the context added nothing
 
@@ -229,9 +231,10 @@ async def test_a_withheld_result_does_not_taint_the_next_call(world: World) -> N
     call, _ = await world.tool(other.id, "vault.peek", b"MARK-secret-9 token", model_run_id=first)
     async with world.deps.sessions() as session, session.begin():
         await messages.append_message(
-            session, world.account_id, world.conversation_id, world.branch_id, role=MessageRole.ASSISTANT,
-            content="", author_participant_id=other.id, model_run_id=first,
-            tool_calls=({"call_id": call.call_id, "name": call.name, "arguments": dict(call.arguments)},),
+            session, world.account_id, world.conversation_id, NewMessage(
+                branch_id=world.branch_id, role=MessageRole.ASSISTANT, content="", author_participant_id=other.id,
+                model_run_id=first,
+                tool_calls=({"call_id": call.call_id, "name": call.name, "arguments": dict(call.arguments)},)),
         )
     second = await world.run(other.id, route="openai")
     # The call's own class (its arguments were shown) is secret-adjacent: vault.peek's class.
@@ -288,9 +291,9 @@ async def test_an_unknown_tool_fails_closed(world: World) -> None:
 
 async def test_an_override_may_not_loosen_a_known_tools_class(world: World) -> None:
     call = await begin_tool_call(
-        world.deps, world.account_id, world.conversation_id, world.branch_id, world.assistant_id,
-        call_id=f"call-{uuid.uuid4().hex[:8]}", name="gmail.read", arguments={}, runtime_kind=RuntimeKind.CHAT,
-        privacy=PrivacyClass.PUBLIC,
+        world.deps, world.account_id, world.conversation_id, NewToolCall(
+            branch_id=world.branch_id, participant_id=world.assistant_id, call_id=f"call-{uuid.uuid4().hex[:8]}",
+            name="gmail.read", arguments={}, runtime_kind=RuntimeKind.CHAT, privacy=PrivacyClass.PUBLIC),
     )
     assert call.privacy is PrivacyClass.GOOGLE_DERIVED
 
@@ -300,8 +303,9 @@ async def test_an_override_may_not_loosen_a_known_tools_class(world: World) -> N
 
 async def test_an_artifact_is_never_looser_than_its_call(world: World) -> None:
     call = await begin_tool_call(
-        world.deps, world.account_id, world.conversation_id, world.branch_id, world.assistant_id,
-        call_id=f"call-{uuid.uuid4().hex[:8]}", name="gmail.read", arguments={}, runtime_kind=RuntimeKind.CHAT,
+        world.deps, world.account_id, world.conversation_id, NewToolCall(
+            branch_id=world.branch_id, participant_id=world.assistant_id, call_id=f"call-{uuid.uuid4().hex[:8]}",
+            name="gmail.read", arguments={}, runtime_kind=RuntimeKind.CHAT),
     )
     from store.payloads import capture_artifact
 
@@ -379,8 +383,8 @@ async def test_generated_graphs_keep_taint_through_the_store(graph_deps: GraphDe
         child = await conversations.add_participant(session, account, conversation.id, name="Kid", role="subagent",
                                                     parent_participant_id=people[0].id, provider="scripted",
                                                     model="m")
-        opening = await messages.append_message(session, account, conversation.id, conversation.root_branch_id,
-                                                role=MessageRole.USER, content=f"start {marker(PrivacyClass.USER)}")
+        opening = await messages.append_message(session, account, conversation.id, NewMessage(
+            branch_id=conversation.root_branch_id, role=MessageRole.USER, content=f"start {marker(PrivacyClass.USER)}"))
     branches = [conversation.root_branch_id]
     last_message = {conversation.root_branch_id: opening.id}
     memory_ids: list[str] = []
@@ -416,9 +420,8 @@ async def test_generated_graphs_keep_taint_through_the_store(graph_deps: GraphDe
             continue
         if action == "say":
             async with deps.sessions() as session, session.begin():
-                said = await messages.append_message(session, account, conversation.id, branch,
-                                                     role=MessageRole.USER,
-                                                     content=f"also {marker(PrivacyClass.USER)}")
+                said = await messages.append_message(session, account, conversation.id, NewMessage(
+                    branch_id=branch, role=MessageRole.USER, content=f"also {marker(PrivacyClass.USER)}"))
             last_message[branch] = said.id
             continue
         if action == "combine" and len(memory_ids) >= 2:
@@ -448,16 +451,17 @@ async def test_generated_graphs_keep_taint_through_the_store(graph_deps: GraphDe
         name = rng.choice([*TOOL_CLASSES, "files.write", "mystery.lookup"])
         fails = rng.random() < 0.25
         arguments = {"name": f"f{step}.md", "content": copied or "empty"} if name == "files.write" else {"q": copied}
-        call = await begin_tool_call(deps, account, conversation.id, branch, who.id, call_id=f"{run_id}:c",
-                                     name=name, arguments=arguments, runtime_kind=kind_of(who),
-                                     model_run_id=run_id, at=T0)
+        call = await begin_tool_call(deps, account, conversation.id, NewToolCall(
+            branch_id=branch, participant_id=who.id, call_id=f"{run_id}:c", name=name, arguments=arguments,
+            runtime_kind=kind_of(who), model_run_id=run_id, at=T0))
         request = {"call_id": call.call_id, "name": call.name, "arguments": arguments}
         async with deps.sessions() as session, session.begin():
             # The model's own words repeat everything too: other participants read them by their class.
             await messages.append_message(
-                session, account, conversation.id, branch, role=MessageRole.ASSISTANT, content=f"noted {copied}",
-                author_participant_id=who.id, model_run_id=run_id, tool_calls=(request,),
-                visibility=VisibilityScope.PARTICIPANT_PRIVATE if who.id == child.id else VisibilityScope.BRANCH)
+                session, account, conversation.id, NewMessage(
+                    branch_id=branch, role=MessageRole.ASSISTANT, content=f"noted {copied}",
+                    author_participant_id=who.id, model_run_id=run_id, tool_calls=(request,),
+                    visibility=VisibilityScope.PARTICIPANT_PRIVATE if who.id == child.id else VisibilityScope.BRANCH))
         if fails:
             outcome = ToolOutcome(status=ToolCallStatus.FAILED, result=f"ValueError: bad {copied}".encode(),
                                   content_type="text/plain")
@@ -523,11 +527,12 @@ async def test_a_models_answer_is_as_strict_as_what_its_run_was_shown(world: Wor
     run_id = await world.run(world.assistant_id)
     async with world.deps.sessions() as session, session.begin():
         answer = await messages.append_message(
-            session, world.account_id, world.conversation_id, world.branch_id, role=MessageRole.ASSISTANT,
-            content="The database password is MARK-secret-77.", author_participant_id=world.assistant_id,
-            model_run_id=run_id)
-        typed = await messages.append_message(session, world.account_id, world.conversation_id, world.branch_id,
-                                              role=MessageRole.USER, content="Thanks. Critic, anything to add?")
+            session, world.account_id, world.conversation_id, NewMessage(
+                branch_id=world.branch_id, role=MessageRole.ASSISTANT,
+                content="The database password is MARK-secret-77.", author_participant_id=world.assistant_id,
+                model_run_id=run_id))
+        typed = await messages.append_message(session, world.account_id, world.conversation_id, NewMessage(
+            branch_id=world.branch_id, role=MessageRole.USER, content="Thanks. Critic, anything to add?"))
     assert (answer.privacy, typed.privacy) == (PrivacyClass.SECRET_ADJACENT, PrivacyClass.USER)
 
     # The critic works through OpenAI, which may not receive secret-adjacent data: the answer is withheld,

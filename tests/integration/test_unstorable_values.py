@@ -28,6 +28,7 @@ from policy.tools import ToolCatalog, ToolSpec
 from store import assemblies, conversations, messages, tools
 from store.errors import NotFoundError
 from store.payloads import read_artifact_payload
+from store.writes import NewMessage, NewToolCall
 
 pytestmark = pytest.mark.integration
 
@@ -48,13 +49,14 @@ async def test_nul_and_nan_are_stored_in_a_fixed_form_and_the_context_still_save
                                                       model="m", system_prompt="You are Analyst.")
         child = await conversations.add_participant(session, account, conv.id, name="Researcher", provider="scripted",
                                                     model="m", parent_participant_id=analyst.id)
-        await messages.append_message(session, account, conv.id, conv.root_branch_id, role=MessageRole.USER,
-                                      content="Read the files.")
+        await messages.append_message(session, account, conv.id, NewMessage(
+            branch_id=conv.root_branch_id, role=MessageRole.USER, content="Read the files."))
     branch = conv.root_branch_id
 
     async def call(name: str, call_id: str, arguments: dict) -> str:
-        return (await begin_tool_call(deps, account, conv.id, branch, analyst.id, call_id=call_id, name=name,
-                                      arguments=arguments, runtime_kind=RuntimeKind.CHAT, at=T0)).id
+        return (await begin_tool_call(deps, account, conv.id, NewToolCall(
+            branch_id=branch, participant_id=analyst.id, call_id=call_id, name=name, arguments=arguments,
+            runtime_kind=RuntimeKind.CHAT, at=T0))).id
 
     # A model's arguments with U+0000 in a key and a value, and non-finite numbers.
     args_call = await call("probe.json", "call_args", {"path": f"a{NUL}b", f"k{NUL}": [float("nan"), float("-inf")]})
@@ -77,9 +79,10 @@ async def test_nul_and_nan_are_stored_in_a_fixed_form_and_the_context_still_save
                                 parent_participant_id=analyst.id, tool_call_ids=[],
                                 report=f"done{NUL} with 3 rows", outcome="succeeded", at=T0)
     async with deps.sessions() as session, session.begin():
-        await messages.append_message(session, account, conv.id, branch, role=MessageRole.ASSISTANT,
-                                      content=f"Read them{NUL}.", author_participant_id=analyst.id)
-        await messages.append_message(session, account, conv.id, branch, role=MessageRole.USER, content="Go on.")
+        await messages.append_message(session, account, conv.id, NewMessage(
+            branch_id=branch, role=MessageRole.ASSISTANT, content=f"Read them{NUL}.", author_participant_id=analyst.id))
+        await messages.append_message(session, account, conv.id, NewMessage(
+            branch_id=branch, role=MessageRole.USER, content="Go on."))
 
     async with deps.sessions() as session:
         stored_args = (await tools.get_tool_call(session, account, args_call)).arguments

@@ -40,6 +40,7 @@ from store import tools as tool_store
 from store.assemblies import get_context_assembly, list_context_assemblies
 from store.tool_memories import get_tool_memory
 from store.models import Message, ToolArtifact, ToolCall
+from store.writes import NewMessage
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -155,9 +156,9 @@ async def test_the_history_of_a_turn_does_not_grow_with_the_conversation(
     async with dossier.deps.sessions() as session, session.begin():
         for n in range(99 - 8):  # 45 more exchanges and one more question: the next turn's message is the 100th
             author = {} if n % 2 == 0 else {"author_participant_id": early.participant_id}
-            await messages.append_message(session, dossier.account_id, first.conversation_id, first.branch_id,
-                                          role=MessageRole.USER if n % 2 == 0 else MessageRole.ASSISTANT,
-                                          content=question if n % 2 == 0 else answer or "", **author)
+            await messages.append_message(session, dossier.account_id, first.conversation_id, NewMessage(
+                branch_id=first.branch_id, role=MessageRole.USER if n % 2 == 0 else MessageRole.ASSISTANT,
+                content=question if n % 2 == 0 else answer or "", **author))
     assert await _message_count(dossier, first.conversation_id) == 99
     late = await dossier.chat(question, conversation_id=first.conversation_id)  # its message is the 100th
     assert late.result.status == "answered"

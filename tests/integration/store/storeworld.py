@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from policy.enums import FreshnessClass, MessageRole, PrivacyClass, VisibilityScope
 from policy.records import Locator, ToolMemoryRecord
 from store import graph
+from store.writes import NewMessage
 
 
 @dataclass(frozen=True)
@@ -28,7 +29,8 @@ class World:
         kwargs.setdefault("role", MessageRole.USER)
         async with self.sessions() as session, session.begin():
             message = await graph.append_message(
-                session, self.account_id, self.conversation_id, branch_id, content=content, **kwargs  # type: ignore[arg-type]
+                session, self.account_id, self.conversation_id, NewMessage(
+                    branch_id=branch_id, content=content, **kwargs)  # type: ignore[arg-type]
             )
         return message.id
 

@@ -20,6 +20,7 @@ from store import graph
 from store.bulk import ANALYZE_AFTER_ROWS, GraphBatch, delete_account
 from store.errors import IntegrityViolation, NotFoundError
 from store.tools import ArtifactCapture
+from store.writes import NewMessage, NewToolCall
 from storeworld import NOW, World, memory
 
 pytestmark = pytest.mark.integration
@@ -64,23 +65,23 @@ def exchange(world: World, tag: str) -> list[Step]:
                      shared_with=(world.user_id,))
     return [
         ("start_model_run", (b, bot), {"provider": "scripted", "model": "m", "model_run_id": run}),
-        ("append_message", (b,), {"role": MessageRole.USER, "content": "Q3 totals?", "message_id": f"{tag}-m1",
-                                  "author_participant_id": world.user_id}),
-        ("append_message", (b,), {"role": MessageRole.ASSISTANT, "content": "", "author_participant_id": bot,
-                                  "model_run_id": run, "message_id": f"{tag}-m2",
-                                  "tool_calls": [{"call_id": f"{tag}-c1", "name": "read_sheet", "arguments": args}]}),
-        ("record_tool_call", (b, bot), {"call_id": f"{tag}-c1", "name": "read_sheet", "arguments": args,
-                                        "model_run_id": run, "tool_call_id": f"{tag}-t1", "at": NOW}),
+        ("append_message", (NewMessage(branch_id=b, role=MessageRole.USER, content="Q3 totals?",
+                                       message_id=f"{tag}-m1", author_participant_id=world.user_id),), {}),
+        ("append_message", (NewMessage(
+            branch_id=b, role=MessageRole.ASSISTANT, content="", author_participant_id=bot, model_run_id=run,
+            message_id=f"{tag}-m2", tool_calls=[{"call_id": f"{tag}-c1", "name": "read_sheet", "arguments": args}]),),
+         {}),
+        ("record_tool_call", (NewToolCall(branch_id=b, participant_id=bot, call_id=f"{tag}-c1", name="read_sheet",
+                                          arguments=args, model_run_id=run, tool_call_id=f"{tag}-t1", at=NOW),), {}),
         ("insert_artifact", (f"{tag}-t1", ArtifactCapture(
             **_payload(3), arguments_bytes=len(canonical_json(args)), result_tokens=40,
             status=ToolCallStatus.SUCCEEDED, captured_at=NOW + timedelta(seconds=1), tool_version="1",
             runtime_meta={"worker": "w"}, artifact_id=f"{tag}-a1")), {}),
         ("update_tool_call", (f"{tag}-t1",), {"status": ToolCallStatus.SUCCEEDED, "at": NOW + timedelta(seconds=2)}),
         ("derive_memory", (f"{tag}-a1", draft), {"memory_id": f"{tag}-mem1"}),
-        ("record_tool_call", (b, bot), {"call_id": f"{tag}-c2", "name": "read_sheet", "arguments": args,
-                                        "model_run_id": run, "tool_call_id": f"{tag}-t2", "at": NOW,
-                                        "visibility": VisibilityScope.CONVERSATION,
-                                        "privacy": PrivacyClass.PUBLIC}),
+        ("record_tool_call", (NewToolCall(branch_id=b, participant_id=bot, call_id=f"{tag}-c2", name="read_sheet",
+                                          arguments=args, model_run_id=run, tool_call_id=f"{tag}-t2", at=NOW,
+                                          visibility=VisibilityScope.CONVERSATION, privacy=PrivacyClass.PUBLIC),), {}),
         ("update_tool_call", (f"{tag}-t2",), {"status": ToolCallStatus.RETRYING, "attempt": 2, "error": "HTTP 503",
                                               "at": NOW + timedelta(seconds=5)}),
         ("update_tool_call", (f"{tag}-t2",), {"status": ToolCallStatus.FAILED, "attempt": 3, "error": "HTTP 503 again",
@@ -89,8 +90,8 @@ def exchange(world: World, tag: str) -> list[Step]:
             **_payload(0), arguments_bytes=15, error="HTTP 503 again", captured_at=NOW + timedelta(seconds=9),
             artifact_id=f"{tag}-a2")), {}),
         ("insert_tool_memory", (failure,), {}),
-        ("append_message", (b,), {"role": MessageRole.ASSISTANT, "content": "Total 30 (one source failed).",
-                                  "author_participant_id": bot, "model_run_id": run, "message_id": f"{tag}-m3"}),
+        ("append_message", (NewMessage(branch_id=b, role=MessageRole.ASSISTANT, content="Total 30 (one source failed).",
+                                       author_participant_id=bot, model_run_id=run, message_id=f"{tag}-m3"),), {}),
         ("finish_model_run", (run,), {"status": "succeeded", "message_id": f"{tag}-m3", "usage": {"tokens": 12},
                                       "finished_at": NOW + timedelta(seconds=12)}),
     ]
@@ -165,8 +166,8 @@ async def test_bulk_rows_read_back_like_rows_written_one_by_one(sessions: async_
 async def test_a_batch_takes_one_seq_block_in_commit_order(world: World) -> None:
     before = await world.say(world.root_branch_id, "before")
     batch = GraphBatch(world.account_id, world.conversation_id)
-    first = batch.append_message(world.root_branch_id, role=MessageRole.USER, content="one")
-    second = batch.append_message(world.root_branch_id, role=MessageRole.USER, content="two")
+    first = batch.append_message(NewMessage(branch_id=world.root_branch_id, role=MessageRole.USER, content="one"))
+    second = batch.append_message(NewMessage(branch_id=world.root_branch_id, role=MessageRole.USER, content="two"))
     async with world.sessions() as s, s.begin():
         written = await batch.write(s)
     after = await world.say(world.root_branch_id, "after")
@@ -210,7 +211,7 @@ async def test_another_account_cannot_write_into_a_conversation(
 ) -> None:
     other = await new_world(sessions)
     batch = GraphBatch(other.account_id, world.conversation_id)
-    batch.append_message(world.root_branch_id, role=MessageRole.USER, content="intruder")
+    batch.append_message(NewMessage(branch_id=world.root_branch_id, role=MessageRole.USER, content="intruder"))
     error = await _write_fails(world, batch, NotFoundError)
     assert (error.kind, error.id) == ("conversation", world.conversation_id)  # type: ignore[attr-defined]
 
@@ -221,12 +222,15 @@ Queue = Callable[[GraphBatch, World], object]
 @pytest.mark.parametrize(
     ("queue", "kind", "missing"),
     [
-        (lambda b, w: b.append_message("no-such-branch", role=MessageRole.USER, content="x"), "branch",
+        (lambda b, w: b.append_message(NewMessage(
+            branch_id="no-such-branch", role=MessageRole.USER, content="x")), "branch",
          "no-such-branch"),
-        (lambda b, w: b.append_message(w.root_branch_id, role=MessageRole.USER, content="x",
-                                       author_participant_id="no-such-author"), "participant", "no-such-author"),
-        (lambda b, w: b.record_tool_call(w.root_branch_id, w.assistant_id, call_id="c-x", name="t", arguments={},
-                                         model_run_id="no-such-run"), "model_run", "no-such-run"),
+        (lambda b, w: b.append_message(NewMessage(
+            branch_id=w.root_branch_id, role=MessageRole.USER, content="x",
+            author_participant_id="no-such-author")), "participant", "no-such-author"),
+        (lambda b, w: b.record_tool_call(NewToolCall(
+            branch_id=w.root_branch_id, participant_id=w.assistant_id, call_id="c-x", name="t", arguments={},
+            model_run_id="no-such-run")), "model_run", "no-such-run"),
     ],
     ids=["branch", "author", "model_run"],
 )
@@ -242,14 +246,14 @@ async def test_a_branch_of_another_account_is_not_found(
 ) -> None:
     other = await new_world(sessions)
     batch = GraphBatch(world.account_id, world.conversation_id)
-    batch.append_message(other.root_branch_id, role=MessageRole.USER, content="x")
+    batch.append_message(NewMessage(branch_id=other.root_branch_id, role=MessageRole.USER, content="x"))
     error = await _write_fails(world, batch, NotFoundError)
     assert (error.kind, error.id) == ("branch", other.root_branch_id)  # type: ignore[attr-defined]
 
 
 async def test_a_batch_rolled_back_can_be_written_again_and_a_committed_one_cannot(world: World) -> None:
     batch = GraphBatch(world.account_id, world.conversation_id)
-    message = batch.append_message(world.root_branch_id, role=MessageRole.USER, content="retried")
+    message = batch.append_message(NewMessage(branch_id=world.root_branch_id, role=MessageRole.USER, content="retried"))
     async with world.sessions() as s, s.begin():
         await batch.write(s)
         await s.rollback()  # as a transient failure would
@@ -265,7 +269,8 @@ async def test_a_batch_rolled_back_can_be_written_again_and_a_committed_one_cann
 async def test_a_stored_id_is_an_integrity_violation(world: World) -> None:
     taken = await world.say(world.root_branch_id, "first")
     batch = GraphBatch(world.account_id, world.conversation_id)
-    batch.append_message(world.root_branch_id, role=MessageRole.USER, content="again", message_id=taken)
+    batch.append_message(NewMessage(
+        branch_id=world.root_branch_id, role=MessageRole.USER, content="again", message_id=taken))
     async with world.sessions() as s, s.begin():
         with pytest.raises(IntegrityViolation):
             await batch.write(s)
@@ -276,7 +281,8 @@ async def test_queued_writes_check_what_the_single_row_writes_check(world: World
     batch = GraphBatch(world.account_id, world.conversation_id)
     with pytest.raises(NotFoundError):
         batch.update_tool_call("not-queued", status=ToolCallStatus.SUCCEEDED)
-    call = batch.record_tool_call(world.root_branch_id, world.assistant_id, call_id="c-q", name="t", arguments={})
+    call = batch.record_tool_call(NewToolCall(
+        branch_id=world.root_branch_id, participant_id=world.assistant_id, call_id="c-q", name="t", arguments={}))
     with pytest.raises(IntegrityViolation):
         batch.update_tool_call(call, status=ToolCallStatus.RETRYING, attempt=0)
     with pytest.raises(NotFoundError):

@@ -10,6 +10,7 @@ from policy.enums import MessageRole, ToolCallStatus, VisibilityScope
 from store import graph
 from store.candidates import CandidateLimits
 from store.errors import NotFoundError
+from store.writes import NewToolCall
 from storeworld import World, memory
 
 pytestmark = pytest.mark.integration
@@ -18,8 +19,9 @@ pytestmark = pytest.mark.integration
 async def _tool_call(world: World, branch_id: str, call_id: str, **kwargs: object):  # noqa: ANN202
     async with world.sessions() as s, s.begin():
         return await graph.record_tool_call(
-            s, world.account_id, world.conversation_id, branch_id, world.assistant_id,
-            call_id=f"{world.account_id}:{call_id}", name="lookup", arguments={"q": call_id}, **kwargs,  # type: ignore[arg-type]
+            s, world.account_id, world.conversation_id, NewToolCall(
+                branch_id=branch_id, participant_id=world.assistant_id, call_id=f"{world.account_id}:{call_id}",
+                name="lookup", arguments={"q": call_id}, **kwargs),  # type: ignore[arg-type]
         )
 
 

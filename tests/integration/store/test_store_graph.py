@@ -9,6 +9,7 @@ from policy.enums import MessageRole, RuntimeKind
 from store import graph
 from store.errors import IntegrityViolation, NotFoundError
 from store.provenance import START_KINDS, get_record
+from store.writes import NewMessage, NewToolCall
 from storeworld import World
 
 pytestmark = pytest.mark.integration
@@ -18,8 +19,9 @@ async def test_seq_orders_every_node_of_a_conversation(world: World) -> None:
     first = await world.say(world.root_branch_id, "one")
     async with world.sessions() as s, s.begin():
         call = await graph.record_tool_call(
-            s, world.account_id, world.conversation_id, world.root_branch_id, world.assistant_id,
-            call_id=f"c-{first}", name="lookup", arguments={"q": 1},
+            s, world.account_id, world.conversation_id, NewToolCall(
+                branch_id=world.root_branch_id, participant_id=world.assistant_id, call_id=f"c-{first}", name="lookup",
+                arguments={"q": 1}),
         )
         allocated = await graph.next_seq(s, world.account_id, world.conversation_id)
     second = await world.say(world.root_branch_id, "two")
@@ -64,7 +66,8 @@ async def test_another_account_cannot_read_or_write_a_conversation(world: World)
         assert await graph.list_model_runs(s, other, world.conversation_id) == []
         with pytest.raises(NotFoundError):
             await graph.append_message(
-                s, other, world.conversation_id, world.root_branch_id, role=MessageRole.USER, content="x"
+                s, other, world.conversation_id, NewMessage(
+                    branch_id=world.root_branch_id, role=MessageRole.USER, content="x")
             )
 
 
@@ -77,7 +80,8 @@ async def test_composite_keys_refuse_cross_account_references(world: World) -> N
         async with s.begin():
             with pytest.raises(NotFoundError) as caught:
                 await graph.append_message(
-                    s, other, conversation.id, world.root_branch_id, role=MessageRole.USER, content="x"
+                    s, other, conversation.id, NewMessage(
+                        branch_id=world.root_branch_id, role=MessageRole.USER, content="x")
                 )
             assert caught.value.kind == "branch"
             await s.rollback()
@@ -118,9 +122,9 @@ async def test_model_runs_start_finish_and_list(world: World) -> None:
             model_run_id=run.id,
         )
         message = await graph.append_message(
-            s, world.account_id, world.conversation_id, world.root_branch_id,
-            role=MessageRole.ASSISTANT, content="done", author_participant_id=world.assistant_id,
-            model_run_id=run.id,
+            s, world.account_id, world.conversation_id, NewMessage(
+                branch_id=world.root_branch_id, role=MessageRole.ASSISTANT, content="done",
+                author_participant_id=world.assistant_id, model_run_id=run.id),
         )
         finished = await graph.finish_model_run(
             s, world.account_id, run.id, status="succeeded", message_id=message.id, usage={"prompt_tokens": 7}

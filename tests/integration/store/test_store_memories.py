@@ -11,6 +11,7 @@ from policy.enums import PrivacyClass, ResolutionStatus, ToolCallStatus
 from policy.tools import ToolSpec
 from store import graph
 from store.errors import IntegrityViolation, NotFoundError
+from store.writes import NewToolCall
 from storeworld import NOW, World, memory
 
 pytestmark = pytest.mark.integration
@@ -89,9 +90,9 @@ async def test_a_memory_record_takes_its_graph_fields_from_the_artifact(world: W
     payload = b"name,total\nacme,12\nglobex,30\n"
     async with world.sessions() as s, s.begin():
         call = await graph.record_tool_call(
-            s, world.account_id, world.conversation_id, world.root_branch_id, world.assistant_id,
-            call_id=f"d-{world.account_id}", name="read_sheet", arguments={"sheet": "Q3"},
-            privacy=PrivacyClass.OAUTH,
+            s, world.account_id, world.conversation_id, NewToolCall(
+                branch_id=world.root_branch_id, participant_id=world.assistant_id, call_id=f"d-{world.account_id}",
+                name="read_sheet", arguments={"sheet": "Q3"}, privacy=PrivacyClass.OAUTH),
         )
         artifact = await graph.insert_artifact(s, world.account_id, call.id, graph.ArtifactCapture(
             content_type="text/csv", sha256=hashlib.sha256(payload).hexdigest(), result_bytes=len(payload),

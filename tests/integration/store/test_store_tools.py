@@ -12,6 +12,7 @@ from store import graph
 from store.artifacts import ArtifactStore
 from store.errors import ArtifactIntegrityError, IntegrityViolation, NotFoundError, PayloadTooLargeError
 from store.models import ToolArtifact, ToolCall
+from store.writes import NewToolCall
 from storeworld import World
 
 pytestmark = pytest.mark.integration
@@ -20,8 +21,10 @@ pytestmark = pytest.mark.integration
 async def _call(world: World, call_id: str = "call-1", **kwargs: object):  # noqa: ANN202
     async with world.sessions() as s, s.begin():
         return await graph.record_tool_call(
-            s, world.account_id, world.conversation_id, world.root_branch_id, world.assistant_id,
-            call_id=f"{world.account_id}:{call_id}", name="read_sheet", arguments={"sheet": "Q3"}, **kwargs,  # type: ignore[arg-type]
+            s, world.account_id, world.conversation_id, NewToolCall(
+                branch_id=world.root_branch_id, participant_id=world.assistant_id,
+                call_id=f"{world.account_id}:{call_id}", name="read_sheet", arguments={"sheet": "Q3"},
+                **kwargs),  # type: ignore[arg-type]
         )
 
 
