@@ -15,9 +15,9 @@ from __future__ import annotations
 from sqlalchemy import bindparam, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from policy.records import Lineage, LineageStep
+from policy.records import Lineage, LineageStep, MessageRecord
 from store._sql import get_row, insert_once, new_id, translate_errors
-from store.convert import to_branch
+from store.convert import to_branch, to_message
 from store.errors import BranchCycleError, IntegrityViolation, InvalidForkPointError, NotFoundError
 from store.models import Branch, Message
 from store.models.base import ID_LENGTH
@@ -57,6 +57,13 @@ SELECT (SELECT conversation_id FROM lineage WHERE depth = 0) AS conversation_id,
          ORDER BY m.seq, m.id LIMIT 1) AS message_id
 """).bindparams(*_IDS)
 
+_LINEAGE_MESSAGES_SQL = text(_LINEAGE_CTE + """
+SELECT m.* FROM messages m JOIN lineage l
+    ON m.account_id = :account_id AND m.conversation_id = l.conversation_id AND m.branch_id = l.id
+ WHERE NOT l.is_cycle AND (l.until_seq IS NULL OR m.seq <= l.until_seq)
+ ORDER BY m.seq, m.id
+""").bindparams(*_IDS)
+
 
 async def _lineage_rows(session: AsyncSession, account_id: str, branch_id: str) -> tuple[str, Lineage]:
     rows = (await session.execute(_LINEAGE_SQL, {"account_id": account_id, "branch_id": branch_id})).all()
@@ -87,13 +94,25 @@ async def first_user_message_id(session: AsyncSession, account_id: str, conversa
 
 
 @translate_errors
+async def lineage_messages(session: AsyncSession, account_id: str, conversation_id: str,
+                           branch_id: str) -> list[MessageRecord]:
+    """Every message on the branch's lineage, oldest first: the whole transcript, however long.
+
+    Raises:
+        NotFoundError: no such branch in the account's conversation.
+        BranchCycleError: the parent chain loops (corrupt data).
+    """
+    found, _ = await _lineage_rows(session, account_id, branch_id)
+    if found != conversation_id:
+        raise NotFoundError("branch", branch_id)
+    rows = await session.scalars(select(Message).from_statement(_LINEAGE_MESSAGES_SQL),
+                                 {"account_id": account_id, "branch_id": branch_id})
+    return [to_message(row) for row in rows]
+
+
+@translate_errors
 async def load_lineage(session: AsyncSession, account_id: str, branch_id: str) -> Lineage:
     """The branch and its ancestors, root first, each with its ``until_seq``.
-
-    Args:
-        session: the caller's session.
-        account_id: the owning account.
-        branch_id: the active branch.
 
     Returns:
         The lineage; the active branch is last, with ``until_seq=None``.
@@ -143,8 +162,6 @@ async def fork_branch(
     message. Safe to retry with the same ``branch_id``.
 
     Args:
-        session: the caller's session.
-        account_id: the owning account.
         conversation_id: the conversation of the parent branch.
         parent_branch_id: the branch to fork from.
         at_message_id: the fork message; it must be in the parent's lineage
@@ -200,14 +217,9 @@ async def reparent_branch(
     """Move a branch under another parent, forking at ``at_message_id``.
 
     Args:
-        session: the caller's session.
-        account_id: the owning account.
         branch_id: the branch to move.
         new_parent_branch_id: its new parent, in the same conversation.
         at_message_id: the new fork message, in the new parent's lineage.
-
-    Returns:
-        The updated branch.
 
     Raises:
         NotFoundError: unknown branch, parent or message.
@@ -245,11 +257,6 @@ async def get_branch(session: AsyncSession, account_id: str, branch_id: str) -> 
 @translate_errors
 async def list_branches(session: AsyncSession, account_id: str, conversation_id: str) -> list[BranchRecord]:
     """Every branch of a conversation, by creation time (then id).
-
-    Args:
-        session: the caller's session.
-        account_id: the owning account.
-        conversation_id: the conversation.
 
     Returns:
         The branches (empty for an unknown conversation).

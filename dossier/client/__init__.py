@@ -490,8 +490,6 @@ class DossierClient:
         leave its content-addressed S3 object behind, which no row refers to.
 
         Args:
-            tool_call_id: the deferred call.
-            answer: the human's answer.
             content_type: its MIME type; by default JSON for a tool whose results are JSON
                 (``user.pick_file``), else JSON when the answer parses as JSON and plain text otherwise.
 
@@ -696,15 +694,13 @@ class DossierClient:
         return task.result()
 
     async def transcript(self, conversation_id: str, branch_id: str) -> list[tuple[str, str]]:
-        """The human-facing transcript of a branch: (speaker, text), tool-call-only steps left out."""
-        from store.candidates import load_candidates
-
+        """The human-facing transcript of a branch, all of it: (speaker, text), tool-call-only steps left out."""
         async with self.deps.sessions() as session:
-            candidates = await load_candidates(session, self.account_id, conversation_id, branch_id,
-                                               self.deps.limits)
-        names = {p.id: p.name for p in candidates.participants}
+            lineage = await branches.lineage_messages(session, self.account_id, conversation_id, branch_id)
+            names = {p.id: p.name for p in await conversations.list_participants(session, self.account_id,
+                                                                                  conversation_id)}
         lines = []
-        for message in sorted(candidates.messages, key=lambda m: m.seq):
+        for message in lineage:
             if not message.content.strip():
                 continue
             speaker = message.speaker_label or (names.get(message.author_participant_id or "", "assistant")

@@ -133,3 +133,30 @@ async def test_the_first_user_message_is_found_past_the_candidate_pool_and_throu
     assert await client.first_user_message(world.conversation_id, fork.id) == first
     with pytest.raises(NotFoundError):
         await client.first_user_message(world.conversation_id, "00000000-0000-4000-8000-000000000000")
+
+
+async def test_the_transcript_is_the_whole_lineage_past_the_candidate_pool(world: World, graph_deps) -> None:
+    """A branch of 250 messages forked from a root of 250: the transcript once showed the newest 200 only."""
+    from dossier.client import DossierClient
+    from dossier.settings import Settings
+    from policy.enums import MessageRole
+
+    client = DossierClient(deps=graph_deps, temporal=None, settings=Settings(_env_file=None),  # type: ignore[arg-type]
+                           account_id=world.account_id, providers=lambda spec: None, agents=None)
+    said = [await world.say(world.root_branch_id, f"root {n}") for n in range(250)]
+    async with world.sessions() as s, s.begin():
+        fork = await graph.fork_branch(s, world.account_id, world.conversation_id, world.root_branch_id, said[99],
+                                       name="fork")
+    for n in range(150):
+        await world.say(fork.id, f"fork {n}", role=MessageRole.ASSISTANT, author_participant_id=world.assistant_id)
+    await world.say(world.root_branch_id, "root after the fork")
+
+    transcript = await client.transcript(world.conversation_id, fork.id)
+    assert [text for _, text in transcript] == [f"root {n}" for n in range(100)] + [f"fork {n}" for n in range(150)]
+    async with world.sessions() as s:
+        assistant = (await graph.get_participant(s, world.account_id, world.assistant_id)).name
+    assert {speaker for speaker, text in transcript if text.startswith("fork")} == {assistant}
+    root = await client.transcript(world.conversation_id, world.root_branch_id)
+    assert len(root) == 251 and root[-1] == ("user", "root after the fork")
+    with pytest.raises(NotFoundError):
+        await client.transcript("00000000-0000-4000-8000-000000000000", fork.id)
