@@ -95,14 +95,10 @@ async def assemble_context(
 
     Args:
         deps: graph dependencies (policy, counter, limits included).
-        boundary: the generation boundary.
         up_to_seq: assemble from a historical graph snapshot.
         assembly_id: id to persist under (idempotent retries).
         extra_decisions: decisions the caller took for this call (a checkpoint
             restore), persisted after the policy's own.
-
-    Returns:
-        The persisted assembly.
 
     Raises:
         NotFoundError: unknown conversation, branch or participant.

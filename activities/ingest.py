@@ -150,8 +150,6 @@ def object_recorder(
     still known to the graph (a ``pending`` row the retention sweep removes).
 
     Args:
-        deps: graph dependencies.
-        account_id: the owning account.
         tool_call_id: the call (row id) whose attempt writes.
 
     Returns:
@@ -200,8 +198,6 @@ async def ingest_tool_result(
     """Capture a tool's raw result, settle the call, and derive and link its memory, once.
 
     Args:
-        deps: graph dependencies.
-        account_id: the owning account.
         tool_call_id: the call (row id) whose result this is.
         outcome: status and raw bytes, untruncated.
         **capture: the keyword arguments of :func:`capture_tool_result` (capture time,
@@ -233,14 +229,6 @@ async def ingest_tool_result(
 async def ingested_result(deps: GraphDeps, account_id: str, tool_call_id: str) -> Ingested | None:
     """What an earlier ingest stored for a tool call, or ``None`` when its result is not captured yet.
 
-    Args:
-        deps: graph dependencies.
-        account_id: the owning account.
-        tool_call_id: the call (row id).
-
-    Returns:
-        The artifact and its memory.
-
     Raises:
         NotFoundError: unknown tool call.
     """
@@ -268,8 +256,6 @@ async def capture_tool_result(
     :func:`ingest_tool_result`.
 
     Args:
-        deps: graph dependencies.
-        account_id: the owning account.
         tool_call_id: the call (row id) whose result this is.
         outcome: status and raw bytes, untruncated.
         **capture: as for :func:`ingest_tool_result`.
@@ -323,19 +309,15 @@ async def _capture(
     """Store the raw bytes and settle the call, in the caller's transaction.
 
     Args:
-        deps: graph dependencies.
         session: the caller's session (inside its transaction).
-        account_id: the owning account.
         tool_call_id: the call (row id) whose result this is.
         outcome: status and raw bytes, untruncated.
         tokens: the result's replay tokens and whether the count is exact (:func:`replay_tokens`).
         captured_at: capture time (the workflow's time in live runs).
         promotion: ``on_completion`` for a subagent child's results.
         provider: provider of the calling model.
-        model: the calling model.
         active_skills: skills active when the tool ran.
         tool_version: version of the tool implementation.
-        runtime_meta: free-form runtime details.
         retry_critical: mark the call retry-critical (a failure the model must
             see verbatim until it is resolved); ``None`` keeps the call's flag.
         privacy: the result's own class when stricter than the call's.

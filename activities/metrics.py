@@ -129,7 +129,6 @@ class RuntimeMetrics:
         Args:
             route: the provider route it was assembled for.
             runtime_kind: the runtime kind's value.
-            record: the assembly record.
             decisions: every decision persisted with it.
             phase_ms: milliseconds by phase name (:data:`PHASES`).
         """

@@ -69,8 +69,6 @@ async def promotable_calls(deps: GraphDeps, account_id: str, tool_call_ids: Sequ
     A call with no captured result (the child timed out before it ran) is skipped.
 
     Args:
-        deps: graph dependencies.
-        account_id: the owning account.
         tool_call_ids: the child's tool calls, in the order they were made.
 
     Returns:
@@ -105,11 +103,7 @@ async def promote_child_results(
     """Release a finished child's report, file handles and failures to its parent.
 
     Args:
-        deps: graph dependencies.
-        account_id: the owning account.
-        conversation_id: the conversation.
         branch_id: the parent's branch (promoted memories are branch-visible there).
-        child_participant_id: the subagent.
         parent_participant_id: the participant that spawned it.
         tool_call_ids: the child's calls whose file handles or failures to promote.
         report: the child's final report text, if it produced one.

@@ -55,15 +55,9 @@ async def verify_provenance(
     """Re-check the sources of the live memories on a branch's candidate pool.
 
     Args:
-        deps: graph dependencies.
-        account_id: the owning account.
-        conversation_id: the conversation.
         branch_id: the branch whose candidate pool is checked.
         deep: re-read and re-hash every stored payload (streams each object
             once; the default only checks that the objects exist).
-
-    Returns:
-        The memories whose resolution status changed.
     """
     async with deps.sessions() as session:
         candidates = await load_candidates(session, account_id, conversation_id, branch_id, deps.limits)

@@ -81,11 +81,7 @@ async def recompute_assembly(
         deps: the graph, artifacts and token counter (``deps.policy`` and ``deps.limits`` are not used:
             the assembly's own policy version and limits are).
         account_id: the account the assembly must belong to.
-        assembly_id: the assembly.
         policy: recompute under this policy instead of the stored one (a what-if).
-
-    Returns:
-        The stored and the recomputed assembly.
 
     Raises:
         NotFoundError: no such assembly in the account (a foreign id reads the same).

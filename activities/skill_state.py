@@ -29,20 +29,13 @@ async def offered_tools(session: AsyncSession, account_id: str, branch_id: str, 
     """The tools a participant is offered on a branch, its skills taken into account.
 
     Args:
-        session: a session.
-        account_id: the account.
         branch_id: the branch the participant runs on.
-        participant_id: the participant.
         base: what it is offered without skills (its allow-list or its provider's default).
         config: its stored config (its agent's ``skills``).
         tools: the registry (nothing unregistered is offered).
-        library: the worker's skills.
         before: a tool call: the tools that were offered when it was made (skills loaded
             before its ``seq``), so a call made in the same response as the ``load_skill``
             that grants it is still refused; ``None``: the tools offered now.
-
-    Returns:
-        Canonical names, sorted.
     """
     granted = library.granted(participant_skills(config))
     if not granted:

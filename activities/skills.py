@@ -138,12 +138,8 @@ def parse_skill(text: str, path: Path | str, *, folder: str | None = None) -> Sk
     """Parse one ``SKILL.md``.
 
     Args:
-        text: the file's text.
         path: where it was read from (for errors).
         folder: the folder's name, which ``name`` must equal (``None``: not checked).
-
-    Returns:
-        The skill.
 
     Raises:
         SkillFileError: bad front matter (with its line), a missing field, a bad name or an empty body.
@@ -202,12 +198,8 @@ def load_skills(folder: Path | str, known_tools: Collection[str]) -> SkillLibrar
     """Read every ``<folder>/<name>/SKILL.md``.
 
     Args:
-        folder: the skills folder.
         known_tools: the registered tool names: a skill granting anything else is refused here,
             when the worker starts, not when a model loads it.
-
-    Returns:
-        The library.
 
     Raises:
         SkillFileError: a missing folder, a subfolder without ``SKILL.md``, an unreadable or bad

@@ -320,8 +320,6 @@ async def provenance(deps: GraphDeps, account_id: str, ref: str) -> list[Provena
     inspector's record page reads too). A link whose record is gone is left out.
 
     Args:
-        deps: graph dependencies.
-        account_id: the owning account.
         ref: ``<kind>:<id>``.
 
     Returns:
@@ -427,7 +425,6 @@ async def explain(deps: GraphDeps, account_id: str, model_run_id: str, *, trace:
     """What a model run saw, and why: included records with provenance, rehydrations, omissions.
 
     Args:
-        deps: graph dependencies.
         account_id: the account asking; only its runs are read.
         model_run_id: the model run (or a stored assembly's id).
         trace: also list every candidate and the rule that decided it (recomputes the candidates).
@@ -497,8 +494,6 @@ async def why_not(deps: GraphDeps, account_id: str, record_id: str, model_run_id
     """Why a record was not in a model run's context (the rule, its inputs, the policy version), or where it was.
 
     Args:
-        deps: graph dependencies.
-        account_id: the account asking.
         record_id: a memory, artifact, tool call, message, checkpoint, skill state or user memory of the account.
         model_run_id: the model run (or a stored assembly's id).
 

@@ -43,9 +43,6 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     """Build the top-level parser with every subcommand in `dossier.commands`.
-
-    Returns:
-        The parser.
     """
     parser = _Parser(prog="dossier", description="A durable runtime for tool-using LLM agents.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress details")
@@ -121,9 +118,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     Args:
         argv: Arguments without the program name; defaults to `sys.argv[1:]`.
-
-    Returns:
-        The process exit code.
     """
     args = build_parser().parse_args(argv)
     configure_logging(verbose=args.verbose)

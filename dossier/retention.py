@@ -57,9 +57,6 @@ def retention_schedule_id(task_queue: str) -> str:
 
 async def ensure_retention_schedule(temporal: Client, task_queue: str, *, every: timedelta = RETENTION_EVERY) -> str:
     """Create the retention schedule unless it exists (idempotent; safe from several workers at once).
-
-    Returns:
-        The schedule id.
     """
     schedule_id = retention_schedule_id(task_queue)
     try:
@@ -79,7 +76,6 @@ async def run_retention(temporal: Client, task_queue: str, *, now: datetime | No
     """Collect now and wait for the result.
 
     Args:
-        temporal: the Temporal client.
         task_queue: the workers' task queue.
         now: a logical time to apply the rules at (the schedule is bypassed); ``None``: trigger the schedule.
         batch_size: rows per activity (direct runs only; the schedule's runs use the default).

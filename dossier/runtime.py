@@ -82,13 +82,9 @@ def graph_deps(
     Args:
         sessions: the Postgres session factory.
         artifacts: the artifact store.
-        counter: the token counter.
         tools: the tool registry in force (default: :func:`default_registry`); its
             catalog is what capture and derivation read a tool's privacy and freshness from.
         **overrides: other :class:`GraphDeps` fields (policy, limits, inline_max_bytes).
-
-    Returns:
-        The dependencies.
     """
     registry = tools or default_registry()
     return GraphDeps(sessions=sessions, artifacts=artifacts, counter=counter, catalog=registry.catalog(),
@@ -174,7 +170,6 @@ async def agent_mcp_servers(agents: AgentsFile, environ: Mapping[str, str] | Non
     """Connect to every MCP server the agents declare, for as long as the block runs (see :mod:`activities.tools.mcp`).
 
     Args:
-        agents: the agents file.
         environ: where ``env_from`` variables are read (default ``os.environ``).
 
     Yields:
@@ -203,7 +198,6 @@ def agent_endpoints(agents: AgentsFile, environ: Mapping[str, str] | None = None
     so one agent's missing key does not stop the worker serving the others.
 
     Args:
-        agents: the agents file.
         environ: the environment (default ``os.environ``).
 
     Returns:
@@ -287,7 +281,6 @@ async def open_graph(
     """Connect to Postgres and S3 and yield the dependencies every activity uses.
 
     Args:
-        settings: the configuration.
         services: which services to ensure (Postgres and S3 are always needed).
         migrate: run ``alembic upgrade head`` first (idempotent).
         tools: the tool registry in force (default: :func:`default_registry`).

@@ -88,7 +88,6 @@ def load_tool_modules(modules: Iterable[str], search_path: Iterable[Path] = ()) 
     """Import the named modules and collect their decorated tools (each tool once, in module order).
 
     Args:
-        modules: dotted module names.
         search_path: folders put at the front of ``sys.path`` first (the worker passes its working
             directory, as ``python -m`` would, so a project's own modules import from a console script).
 

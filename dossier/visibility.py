@@ -52,7 +52,6 @@ async def ensure_search_attributes(client: Client, namespace: str) -> list[str]:
     visibility query instead (the workflow service refuses a query naming an unknown attribute).
 
     Args:
-        client: a connected client.
         namespace: the namespace the workflows run in.
 
     Returns:

@@ -81,7 +81,6 @@ def split_at(candidates: CandidateSet, boundary_seq: int, participant_id: str) -
 
     Args:
         candidates: the graph slice loaded for the call.
-        boundary_seq: the epoch's boundary.
         participant_id: whose context this is.
 
     Returns:
@@ -176,8 +175,6 @@ def incompatibility(
 
     Args:
         policy: the policy in force.
-        boundary: this call.
-        candidates: the graph slice.
         previous: the participant's previous assembly on the branch, if any.
 
     Returns:

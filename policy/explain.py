@@ -65,9 +65,6 @@ def epoch_state(started: bool, reason: str) -> str:
     Args:
         started: the assembly started the epoch.
         reason: the epoch record's reason.
-
-    Returns:
-        The phrase.
     """
     state = "started" if started else EPOCH_CONTINUED
     return state if reason in ("", state) else f"{state}: {reason}"
@@ -134,7 +131,6 @@ def where_shown(ref: str, messages: Sequence[Mapping[str, Any]], *, text: str | 
     """Indexes of the provider messages that carry ``ref``.
 
     Args:
-        ref: the record.
         messages: the provider messages, as sent.
         text: for a transcript message, its content (matched on its first line).
         tool_call_ids: for a transcript message, the ids of the tool-call records it made (its native step
@@ -241,9 +237,6 @@ def why_not(
         record: the record itself as the store holds it, for one outside the candidate pool (the loader
             applies the lineage rule in its query, so a sibling branch's record is never a candidate).
         rehydrated_refs: the assembly record's ``rehydrated_refs``, which name raw bytes it placed.
-
-    Returns:
-        The verdict.
     """
     about = tuple(d for d in decisions if d.subject_ref == ref)
     final = final_decisions(about).get(ref)
@@ -374,7 +367,6 @@ def trace(
         shown: what reached the model.
         policy_version: the assembly's policy version.
         candidates: the recomputed candidates, for records with no row (raw artifacts, counted only).
-        viewer: their viewer.
         requested_artifacts: artifacts requested as evidence.
         rehydrated_refs: the assembly record's ``rehydrated_refs``.
 

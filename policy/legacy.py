@@ -70,9 +70,6 @@ def legacy_messages(
         candidates: the graph slice (its lineage decides which messages replay).
         participant: whose system prompt leads the replay.
         raw_results: decoded raw result text by artifact id.
-
-    Returns:
-        OpenAI-style messages, tool results verbatim.
     """
     out: list[ChatMessage] = []
     for message, call, artifact in _steps(candidates, participant):

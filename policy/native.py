@@ -322,9 +322,6 @@ def render_events(
         raw_payloads: the raw bytes of ``raw`` results, by artifact id (hash verified by the caller).
         unavailable: artifacts whose bytes could not be read, with the reason.
         compact: send a structured raw result as its compact text (:mod:`policy.compact`) when that is shorter.
-
-    Returns:
-        The messages, in order.
     """
     out: list[ChatMessage] = []
     for event in plan.events:

@@ -43,7 +43,6 @@ def parse_structured(text: str, allow_literal: bool = True, exact_numbers: bool 
     without executing anything; the value is converted to JSON types.
 
     Args:
-        text: the result's text.
         allow_literal: also try a Python literal when it is not JSON.
         exact_numbers: numbers come back as :class:`NumberText`, their text in
             the result, instead of ``int``/``float``.

@@ -168,9 +168,6 @@ def slice_payload(raw: bytes, locator: Locator | None) -> str:
         raw: the artifact's captured bytes.
         locator: what to take; ``None`` or ``kind="whole"`` takes everything.
 
-    Returns:
-        The addressed text.
-
     Raises:
         DerivationError: the locator does not fit the payload (rows past the
             end, a pointer to a missing key, JSON that does not parse).

@@ -121,12 +121,8 @@ def effective_rule(kind: RecordKind, tool: RetentionSpec | None, agent: Retentio
     agent holding health data deletes after 7 days whatever the tool author chose).
 
     Args:
-        kind: the record's kind.
         tool: the tool spec's retention (``None`` for traces, or a tool that sets none).
         agent: the agent's override, if any.
-
-    Returns:
-        The rule.
     """
     for source in (agent, tool):
         found = source.rule(kind) if source is not None else None
@@ -174,13 +170,9 @@ def retention_action(
 
     Args:
         kind: artifact, memory or trace.
-        rule: the record's rule.
         state: what retention already did to it.
         written_at: when it was written.
         now: the collection's logical time.
-
-    Returns:
-        The action.
     """
     due = due_at(rule, written_at)
     if due is None or now < due:
@@ -290,8 +282,6 @@ def redacted_title(tool_name: str, title: str, summary: str) -> tuple[str, str]:
 
     Args:
         tool_name: the tool the memory's source call ran.
-        title: the memory's title.
-        summary: the memory's summary.
 
     Returns:
         ``(title, summary)``.

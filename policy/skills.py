@@ -79,10 +79,6 @@ def loaded_skills(states: Iterable[SkillStateRecord], participant_id: str) -> tu
 
     Args:
         states: skill states on the participant's lineage (others' states are ignored).
-        participant_id: the participant.
-
-    Returns:
-        Skill names, sorted.
     """
     latest: dict[str, SkillStateRecord] = {}
     for state in sorted(states, key=lambda s: (s.seq, s.id)):

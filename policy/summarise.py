@@ -306,16 +306,12 @@ def json_summary(
     """A one-line summary of a parsed JSON result within ``budget`` characters.
 
     Args:
-        data: the parsed payload.
         fields: the tool's declared summary fields (``a``, ``a.b`` for a
             nested object's or a list's item field).
         budget: the character budget (a soft cap: the first part always shows).
         arguments: the call's arguments; a top-level field that only echoes
             one of them (``query``, ``folder``) is left out, the memory's
             title already shows it.
-
-    Returns:
-        The summary text.
     """
     if isinstance(data, list):
         # A top-level list's item fields are declared as ``items.<field>`` or plainly as ``<field>``.

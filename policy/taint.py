@@ -47,7 +47,6 @@ def context_sources(
     Args:
         selected_refs: the assembly record's ``selected_refs``.
         rehydrated_refs: its ``rehydrated_refs`` (``artifact:<id>#<slice>``).
-        decisions: its policy decisions.
 
     Returns:
         The refs whose text reached the model, and the appended tool calls of

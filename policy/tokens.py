@@ -22,7 +22,6 @@ def count_message(message: ChatMessage, counter: TokenCounter) -> int:
     """Tokens one chat message costs.
 
     Args:
-        message: the message.
         counter: the injected token counter.
 
     Returns:

@@ -80,9 +80,6 @@ def policy_by_name(name_or_tag: str) -> ContextPolicy:
     Args:
         name_or_tag: a ``version`` name, or a ``version_tag`` (it contains ``#``).
 
-    Returns:
-        The registered policy.
-
     Raises:
         UnknownPolicyVersionError: nothing registered matches.
     """

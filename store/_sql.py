@@ -150,9 +150,6 @@ def translate_errors(fn: Callable[P, Awaitable[T]]) -> Callable[P, Awaitable[T]]
 
     Args:
         fn: an ``async`` store function.
-
-    Returns:
-        The wrapped function.
     """
 
     @functools.wraps(fn)
@@ -182,8 +179,6 @@ async def allocate_seq(session: AsyncSession, account_id: str, conversation_id: 
 
     Args:
         session: the caller's session (inside its transaction).
-        account_id: the owning account.
-        conversation_id: the conversation.
 
     Returns:
         The allocated ``seq``.
@@ -202,8 +197,6 @@ async def allocate_seqs(session: AsyncSession, account_id: str, conversation_id:
 
     Args:
         session: the caller's session (inside its transaction).
-        account_id: the owning account.
-        conversation_id: the conversation.
         count: how many (0 takes none, but still checks and locks the conversation).
 
     Returns:
@@ -229,10 +222,6 @@ async def allocate_seqs(session: AsyncSession, account_id: str, conversation_id:
 
 async def allocate_user_seq(session: AsyncSession, account_id: str) -> int:
     """Take the next ``seq`` of the account's user-memory counter.
-
-    Args:
-        session: the caller's session.
-        account_id: the account.
 
     Returns:
         The allocated ``seq``.
@@ -263,10 +252,7 @@ async def get_row(
     """The row of ``model`` with ``row_id`` in ``account_id``.
 
     Args:
-        session: the caller's session.
-        model: the mapped class.
         account_id: the owning account; rows of other accounts are not found.
-        row_id: the primary key.
         for_update: lock the row until the transaction ends.
 
     Returns:
@@ -292,8 +278,6 @@ async def insert_once(session: AsyncSession, model: type[M], values: dict[str, A
     """``INSERT ... ON CONFLICT DO NOTHING``: the write that is safe to retry.
 
     Args:
-        session: the caller's session.
-        model: the mapped class.
         values: column values, including ``id`` and ``account_id``.
 
     Returns:
@@ -318,9 +302,6 @@ async def copy_rows(session: AsyncSession, table: Table, rows: Sequence[Mapping[
         session: the caller's session (inside its transaction).
         table: the table, from a model (``Model.__table__``).
         rows: column values by column key.
-
-    Returns:
-        The number of rows written.
 
     Raises:
         NotFoundError: a row references a row that does not exist (foreign key).

@@ -111,7 +111,6 @@ async def delete_rows(session: AsyncSession, account_id: str, step: str, limit: 
     """Run one ``unlink:`` or ``rows:`` step (or the ``account`` step) on at most ``limit`` rows.
 
     Args:
-        session: the caller's session, in its transaction.
         account_id: the account being deleted.
         step: a step of :func:`deletion_plan`.
         limit: the most rows changed.

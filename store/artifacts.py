@@ -75,7 +75,6 @@ def object_key(account_id: str, sha256: str) -> str:
     """The content address of ``sha256`` in ``account_id``.
 
     Args:
-        account_id: the owning account.
         sha256: hex digest of the payload.
 
     Returns:
@@ -108,11 +107,8 @@ class ArtifactStore:
 
     Args:
         endpoint: ``host:port`` of the S3 endpoint (no scheme).
-        access_key: S3 access key.
-        secret_key: S3 secret key.
         bucket: the bucket holding every account's objects.
         region: the bucket region (given explicitly to skip a location lookup).
-        secure: use HTTPS.
         max_payload_bytes: refuse larger payloads (``None``: no limit).
         client: a preconfigured client (tests, custom TLS); overrides the
             connection arguments.
@@ -217,13 +213,7 @@ class ArtifactStore:
         """Store ``data``; idempotent (an object already present is not re-uploaded).
 
         Args:
-            account_id: the owning account.
-            data: the payload.
-            content_type: its MIME type.
             privacy: its privacy class, stored as object metadata.
-
-        Returns:
-            The object's reference.
 
         Raises:
             PayloadTooLargeError: over ``max_payload_bytes``.
@@ -248,13 +238,8 @@ class ArtifactStore:
         length and a content address.
 
         Args:
-            account_id: the owning account.
             stream: a readable binary file-like object; read to its end.
-            content_type: its MIME type.
             privacy: its privacy class, stored as object metadata.
-
-        Returns:
-            The object's reference.
 
         Raises:
             PayloadTooLargeError: over ``max_payload_bytes``.
@@ -329,10 +314,6 @@ class ArtifactStore:
     async def stat(self, account_id: str, key: str) -> ObjectRef:
         """The reference of a stored object, from its metadata (no content read).
 
-        Args:
-            account_id: the owning account.
-            key: the object key.
-
         Returns:
             The reference (``sha256`` as recorded at upload).
 
@@ -383,8 +364,6 @@ class ArtifactStore:
         """The verified bytes of an object.
 
         Args:
-            account_id: the owning account.
-            key: the object key.
             expected_sha256: the hash the caller recorded for it.
 
         Returns:
@@ -409,8 +388,6 @@ class ArtifactStore:
         rewound, only after the hash matched. The caller closes it.
 
         Args:
-            account_id: the owning account.
-            key: the object key.
             expected_sha256: the hash the caller recorded for it.
 
         Returns:
@@ -438,12 +415,6 @@ class ArtifactStore:
 
         Args:
             account_id: the owning account; ``key`` must be under its prefix.
-            key: the object key.
-            data: the payload.
-            content_type: its MIME type.
-
-        Returns:
-            The object's reference.
 
         Raises:
             ArtifactNotFoundError: ``key`` lies outside the account's prefix.
@@ -463,11 +434,7 @@ class ArtifactStore:
         """Up to ``limit`` object keys under the account's prefix (live and archived), in key order.
 
         Args:
-            account_id: the account.
             limit: the most keys returned.
-
-        Returns:
-            The keys.
         """
         prefix = f"accounts/{account_id}/"
 
@@ -489,10 +456,6 @@ class ArtifactStore:
         Content addressing means the object may back several artifacts of the
         same account; the caller decides that none still needs it. Removing a
         missing object is not an error (S3 semantics), so a retried delete is safe.
-
-        Args:
-            account_id: the owning account.
-            key: the object key.
 
         Raises:
             ArtifactNotFoundError: ``key`` lies outside the account's prefix.

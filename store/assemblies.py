@@ -53,7 +53,6 @@ async def save_context_assembly(
     the boundary names a model run, the run is linked to the assembly.
 
     Args:
-        session: the caller's session.
         account_id: the owning account; must equal ``boundary.account_id``.
         boundary: the generation boundary the assembly was made for.
         record: the policy's assembly record.
@@ -139,9 +138,6 @@ async def get_context_assembly(
     """An assembly with its decisions (and, on request, its provider messages).
 
     Args:
-        session: the caller's session.
-        account_id: the owning account.
-        assembly_id: the assembly.
         with_messages: also load the provider messages (can be large).
 
     Returns:
@@ -180,14 +176,9 @@ async def list_context_assemblies(
     """Assemblies of the account (filtered), newest first, without messages.
 
     Args:
-        session: the caller's session.
-        account_id: the owning account.
         conversation_id: restrict to one conversation.
         model_run_id: restrict to one model run.
         limit: at most this many.
-
-    Returns:
-        The assemblies with their decisions.
     """
     stmt = select(ContextAssembly).where(ContextAssembly.account_id == account_id)
     if conversation_id is not None:
@@ -220,10 +211,6 @@ async def previous_assembly(
     """The participant's latest assembly on a branch before a snapshot: what a call at that snapshot continues.
 
     Args:
-        session: the caller's session.
-        account_id: the owning account.
-        branch_id: the branch.
-        participant_id: the participant.
         before_seq: only assemblies of snapshots strictly before this ``seq``, so assembling a snapshot
             again (a retried activity, an audit's replay) finds the same previous call as the first time.
 

@@ -158,9 +158,6 @@ class GraphBatch:
         model_run_id: str | None = None,
     ) -> str:
         """Queue :func:`store.messages.start_model_run` (a run takes no ``seq``).
-
-        Returns:
-            The model run id.
         """
         row = self._node(ModelRun, {
             "id": model_run_id, "branch_id": branch_id, "participant_id": participant_id,
@@ -246,9 +243,6 @@ class GraphBatch:
         What ``capture`` does not give is copied from the queued call as it
         stands when this is called.
 
-        Returns:
-            The artifact id.
-
         Raises:
             NotFoundError: the call was not recorded in this batch.
         """
@@ -287,9 +281,6 @@ class GraphBatch:
         the links in ``supersedes`` and ``conflicts_with`` are applied on both
         sides: at once for memories queued in this batch, after the rows are
         written for stored ones.
-
-        Returns:
-            The memory id.
 
         Raises:
             IntegrityViolation: a memory linked to itself, or superseding a
@@ -442,7 +433,6 @@ async def analyze(session: AsyncSession, *models: type[Base]) -> None:
     """``ANALYZE`` tables: what autovacuum would do shortly after a large write.
 
     Args:
-        session: the caller's session.
         *models: the tables to analyse, as models; every graph table when none.
     """
     tables = [cast(Table, model.__table__) for model in models] if models else Base.metadata.sorted_tables

@@ -329,10 +329,6 @@ async def load_candidates(
     """Load the candidate pool for a generation on ``branch_id``.
 
     Args:
-        session: the caller's session.
-        account_id: the owning account.
-        conversation_id: the conversation.
-        branch_id: the active branch.
         limits: bounds on each pool.
         up_to_seq: load a historical snapshot; the current one when ``None``
             (a value beyond the current ``seq`` is clamped to it).

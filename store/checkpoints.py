@@ -39,10 +39,6 @@ async def put_checkpoint(
     """Store a continuation checkpoint; idempotent on ``checkpoint_id``.
 
     Args:
-        session: the caller's session.
-        account_id: the owning account.
-        conversation_id: the conversation.
-        branch_id: the branch.
         participant_id: the participant whose work continues.
         kind: ``tool_loop``, ``subagent_batch``, ``parent_resume`` or ``deferred_wait``.
         state: small structured state (steps done, next step ...).
@@ -54,9 +50,6 @@ async def put_checkpoint(
             (:func:`store.taint.records_privacy`; a model run counts as what it was shown, an id
             that names no record fails closed), so a checkpoint is never looser than what it relies on.
         checkpoint_id: the id to use; a fresh one when ``None``.
-
-    Returns:
-        The checkpoint.
 
     Raises:
         NotFoundError: unknown conversation, branch, participant or run.

@@ -25,12 +25,7 @@ async def create_account(session: AsyncSession, account_id: str | None = None, *
     """Create an account; with an existing ``account_id`` this is a no-op.
 
     Args:
-        session: the caller's session.
         account_id: the id to use; a fresh one when ``None``.
-        name: display name.
-
-    Returns:
-        The account id.
     """
     account_id = account_id or new_id()
     await insert_once(session, Account, {"id": account_id, "name": name})
@@ -40,13 +35,6 @@ async def create_account(session: AsyncSession, account_id: str | None = None, *
 @translate_errors
 async def get_account(session: AsyncSession, account_id: str) -> str:
     """Check that an account exists.
-
-    Args:
-        session: the caller's session.
-        account_id: the account.
-
-    Returns:
-        The account id.
 
     Raises:
         NotFoundError: no such account.
@@ -73,9 +61,6 @@ async def create_conversation(
     conversation is returned unchanged.
 
     Args:
-        session: the caller's session.
-        account_id: the owning account.
-        title: display title.
         conversation_id: the id to use; a fresh one when ``None``.
         root_branch_id: the root branch's id; a fresh one when ``None``.
         root_branch_name: the root branch's name.
@@ -119,11 +104,6 @@ async def create_conversation(
 async def get_conversation(session: AsyncSession, account_id: str, conversation_id: str) -> ConversationRecord:
     """A conversation by id.
 
-    Args:
-        session: the caller's session.
-        account_id: the owning account.
-        conversation_id: the conversation.
-
     Returns:
         The conversation; ``snapshot_seq`` is its current highest ``seq``.
 
@@ -138,12 +118,7 @@ async def list_conversations(session: AsyncSession, account_id: str, *, limit: i
     """The account's conversations, newest first.
 
     Args:
-        session: the caller's session.
-        account_id: the account.
         limit: at most this many.
-
-    Returns:
-        The conversations.
     """
     rows = await session.scalars(
         select(Conversation)
@@ -160,11 +135,6 @@ async def next_seq(session: AsyncSession, account_id: str, conversation_id: str)
 
     The conversation row stays locked until the caller's transaction ends;
     keep such transactions short.
-
-    Args:
-        session: the caller's session.
-        account_id: the owning account.
-        conversation_id: the conversation.
 
     Returns:
         The allocated ``seq`` (1 for the first node).
@@ -193,9 +163,6 @@ async def add_participant(
     """Add a participant to a conversation; safe to retry with the same id.
 
     Args:
-        session: the caller's session.
-        account_id: the owning account.
-        conversation_id: the conversation.
         name: display name and speaker label.
         role: ``assistant``, ``moderator``, ``subagent`` or ``user``.
         provider: LLM provider, for model participants.
@@ -204,9 +171,6 @@ async def add_participant(
         parent_participant_id: for a subagent, the participant that spawned it.
         config: free-form settings (temperature, tool profile ...).
         participant_id: the id to use; a fresh one when ``None``.
-
-    Returns:
-        The participant.
 
     Raises:
         NotFoundError: the conversation (or parent participant) does not exist.
@@ -290,11 +254,6 @@ def token_budget(config: Mapping[str, Any]) -> int | None:
 @translate_errors
 async def list_participants(session: AsyncSession, account_id: str, conversation_id: str) -> list[ParticipantRecord]:
     """Every participant of a conversation, by creation time (then id).
-
-    Args:
-        session: the caller's session.
-        account_id: the owning account.
-        conversation_id: the conversation.
 
     Returns:
         The participants (empty for an unknown conversation).

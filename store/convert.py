@@ -113,7 +113,6 @@ def tool_call_state(row: ToolCall, snapshot_seq: int | None = None) -> dict[str,
     """The mutable state of a tool call as of ``snapshot_seq`` (now when ``None``).
 
     Args:
-        row: the tool call.
         snapshot_seq: the snapshot; history entries after it are ignored.
 
     Returns:
@@ -159,16 +158,12 @@ def to_tool_memory(
     """Convert a tool-memory row, as of ``snapshot_seq`` (now when ``None``).
 
     Args:
-        row: the memory.
         snapshot_seq: hide links to memories written after this ``seq``, and read the
             ``resolution`` it had then.
         memory_seqs: ``seq`` of the memories named in ``conflicts_with`` and
             ``supersedes``; an id missing here is treated as written later.
         superseded_at: the memory's newest replacement written by ``snapshot_seq`` when its
             ``superseded_seq`` has since moved past it (superseded again on another branch).
-
-    Returns:
-        The record.
     """
     conflicts = tuple(row.conflicts_with)
     supersedes = tuple(row.supersedes)

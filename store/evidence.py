@@ -63,8 +63,6 @@ async def put_evidence_request(
     """Store the request a ``recall`` call made, once per call (a retried attempt keeps the first row).
 
     Args:
-        session: the caller's session.
-        account_id: the owning account.
         call: the ``recall`` tool call.
         requested_ref: the id as the model wrote it.
         artifact_id: the artifact it resolved to, if the viewer may see one.

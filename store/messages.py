@@ -80,14 +80,8 @@ async def start_model_run(
     """Record that a model run started; safe to retry with the same id.
 
     Args:
-        session: the caller's session.
-        account_id: the owning account.
-        conversation_id: the conversation.
         branch_id: the branch the run generates on.
         participant_id: the participant the model speaks for.
-        runtime_kind: the runtime mode.
-        provider: LLM provider.
-        model: model name.
         workflow_id: the Temporal workflow driving the run.
         parent_model_run_id: for a subagent run, the run that spawned it.
         model_run_id: the id to use; a fresh one when ``None``.
@@ -137,17 +131,11 @@ async def finish_model_run(
     """Record the outcome of a model run.
 
     Args:
-        session: the caller's session.
-        account_id: the owning account.
-        model_run_id: the run.
         status: ``succeeded``, ``failed`` or ``cancelled``.
         message_id: the message the run produced.
         usage: token usage as the provider reported it.
         error: what went wrong, for a failed run.
         finished_at: when it finished; now when ``None``.
-
-    Returns:
-        The finished run.
 
     Raises:
         NotFoundError: unknown run (or message).
@@ -187,8 +175,6 @@ async def list_model_runs(
     """Model runs of the account, or of one conversation, oldest first.
 
     Args:
-        session: the caller's session.
-        account_id: the owning account.
         conversation_id: restrict to one conversation.
         limit: at most this many (the most recent ones).
         with_assembly: only runs whose context assembly is stored (the limit counts these only).

@@ -80,9 +80,5 @@ async def upgrade_async(target: str | AsyncEngine, revision: str = HEAD) -> None
 
 def downgrade(database_url: str, revision: str) -> None:
     """Migrate ``database_url`` down to ``revision`` (``"base"`` drops everything).
-
-    Args:
-        database_url: any Postgres URL.
-        revision: target revision.
     """
     command.downgrade(alembic_config(database_url), revision)

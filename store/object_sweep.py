@@ -43,7 +43,6 @@ async def sweep_unclaimed_batch(sessions: Any, artifacts: ArtifactStore, now: da
         artifacts: the artifact store.
         now: the collection's logical time.
         after_id: the cursor (``None``: from the start).
-        limit: rows per batch.
         grace: how long an unclaimed object is left alone.
 
     Returns:

@@ -54,7 +54,6 @@ async def record_object(session: AsyncSession, account_id: str, tool_call_id: st
     Idempotent per (call, key): a retried attempt refreshes ``written_at`` and keeps the state.
 
     Args:
-        session: the caller's session, in its transaction.
         account_id: the owning account (the key must be under its prefix).
         tool_call_id: the call whose attempt writes it.
         ref: the object about to be put.
@@ -87,9 +86,6 @@ async def claim_objects(session: AsyncSession, account_id: str, tool_call_id: st
     recording, such as a direct :func:`store.payloads.capture_artifact`) is written claimed.
 
     Args:
-        session: the caller's session, in its transaction.
-        account_id: the owning account.
-        tool_call_id: the call.
         refs: the objects its result refers to.
         privacy: their privacy class for a row written here (``None``: the call's).
     """

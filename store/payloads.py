@@ -48,18 +48,12 @@ async def capture_artifact(
     without touching S3.
 
     Args:
-        session: the caller's session.
         artifacts: the S3 artifact store.
-        account_id: the owning account.
         tool_call_id: the tool call whose result this is.
         payload: the raw result bytes.
-        content_type: their MIME type.
         inline_max: payloads up to this size stay in Postgres.
         **fields: further fields of :class:`store.tools.ArtifactCapture`
             (``status``, ``error``, ``privacy``, ``result_tokens`` ...).
-
-    Returns:
-        The artifact.
 
     Raises:
         NotFoundError: no such tool call in the account.
@@ -116,10 +110,7 @@ async def read_artifact_payload(
     """The verified payload of an artifact, wherever it is stored.
 
     Args:
-        session: the caller's session.
         artifacts: the S3 artifact store (may be ``None`` if every payload is inline).
-        account_id: the owning account.
-        artifact_id: the artifact.
 
     Returns:
         The payload bytes, only if they hash to the recorded sha256.

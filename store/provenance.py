@@ -47,14 +47,8 @@ async def get_record(session: AsyncSession, account_id: str, kind: str, record_i
     """One record of the account, by its kind: the store's own getter of that kind.
 
     Args:
-        session: the caller's session.
-        account_id: the owning account.
         kind: a kind a chain holds (``memory``, ``artifact``, ``tool_call``, ``message``, ``checkpoint``,
             ``skill``, ``user_memory``, ``model_run``, ``branch``, ``participant``).
-        record_id: the record's id.
-
-    Returns:
-        The stored record.
 
     Raises:
         NotFoundError: an unknown kind, or an unknown or foreign record (the same answer for both).
@@ -92,10 +86,7 @@ async def walk_provenance(session: AsyncSession, account_id: str, kind: str, rec
     """Walk a record's provenance chain.
 
     Args:
-        session: the caller's session.
-        account_id: the owning account.
         kind: one of :data:`START_KINDS`.
-        record_id: the record's id.
 
     Returns:
         The chain; links whose records are gone are left out.

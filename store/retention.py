@@ -130,10 +130,7 @@ async def object_still_needed(session: AsyncSession, artifacts: ArtifactStore, a
     key, so no write of the same bytes is recorded between this answer and the delete.
 
     Args:
-        session: a session.
         artifacts: the artifact store (to read legacy file handles).
-        account_id: the account.
-        key: the object key.
         except_artifact: the artifact being released (``None``: none).
         except_tool_call: the call whose stored-object rows are being released.
         except_object_row: the one stored-object row being swept.
@@ -171,7 +168,6 @@ async def files_cited_by_messages(session: AsyncSession, files: list[tuple[str, 
     """Which generated files a message quotes, for a whole batch in one query.
 
     Args:
-        session: a session.
         files: ``(account_id, artifact_id, sha256)`` of the files due for deletion.
 
     Returns:
@@ -244,7 +240,6 @@ async def collect_batch(
         kind: artifacts, memories or traces.
         now: the collection's logical time.
         after_id: the cursor (``None``: from the start).
-        limit: rows per batch.
         own_memory_id: ``artifact_id -> memory id`` of the memory derived from an artifact
             (``activities.ingest.memory_id_for``), so a file's own memory does not count as citing it.
 
@@ -445,9 +440,6 @@ async def retitle_memories(session: AsyncSession, account_id: str, artifact_id: 
     A derived memory's title is ``name(arguments)``: once retention took the arguments from the call,
     its title reads ``name(arguments redacted by retention)`` (:func:`policy.retention.redacted_title`);
     the rest of the compact text stays until the memory's own rule takes it. Idempotent.
-
-    Returns:
-        How many memories were changed.
     """
     rows = (await session.execute(select(ToolMemory.id, ToolMemory.title, ToolMemory.summary).where(
         ToolMemory.account_id == account_id, ToolMemory.source_artifact_ids.contains([artifact_id])))).all()
@@ -471,9 +463,6 @@ async def scrub_recall_pointers(session: AsyncSession, account_id: str, artifact
     the ids and what was decided, with :data:`policy.retention.POINTER_REMOVED` for the pointer
     (:func:`policy.retention.scrubbed_reason`). Run before a deleted artifact's id is cleared from its recalls.
     Idempotent.
-
-    Returns:
-        How many rows were changed.
     """
     recalls = (await session.execute(select(EvidenceRequest.id, EvidenceRequest.locator, EvidenceRequest.decision)
                                      .where(EvidenceRequest.account_id == account_id,
@@ -511,9 +500,6 @@ async def scrub_recall_pointers(session: AsyncSession, account_id: str, artifact
 @translate_errors
 async def mark_missing_source(session: AsyncSession, account_id: str, artifact_id: str) -> int:
     """Mark every memory citing an artifact ``missing_source`` (before the artifact is deleted).
-
-    Returns:
-        How many memories were marked.
     """
     result = await session.execute(update(ToolMemory).where(
         ToolMemory.account_id == account_id, ToolMemory.source_artifact_ids.contains([artifact_id]),
@@ -546,9 +532,6 @@ async def unlink_memory(session: AsyncSession, account_id: str, memory_id: str) 
     derived from its sources when it was written and stays on its row). A memory it had superseded
     names its newest other replacement instead (one whose ``supersedes`` lists it), or none: a replacement
     nobody can see any more replaces nothing, as :mod:`policy.admission` already treats an invisible one.
-
-    Returns:
-        How many memories were changed.
     """
     changed = 0
     for column in (ToolMemory.conflicts_with, ToolMemory.supersedes, ToolMemory.promoted_from):

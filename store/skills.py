@@ -38,21 +38,13 @@ async def put_skill_state(
     Each write takes a new ``seq``: the state is as recent as its last write.
 
     Args:
-        session: the caller's session.
-        account_id: the owning account.
-        conversation_id: the conversation.
-        branch_id: the branch.
         participant_id: the participant using the skill.
-        skill: the skill's name.
         state: the full new state.
         active: whether the skill is still active.
         visibility: who may see the state.
         privacy: its declared class; stored raised to the strictest class of ``derived_from``.
         derived_from: ids of the graph records it was built from (tool memories, artifacts,
             tool calls, model runs ...); an id that names no record fails closed.
-
-    Returns:
-        The stored state.
 
     Raises:
         NotFoundError: unknown conversation, branch or participant.
@@ -124,10 +116,7 @@ async def participant_skill_states(
     a turn another worker picked up see the same skills.
 
     Args:
-        session: the caller's session.
-        account_id: the owning account.
         branch_id: the branch the participant runs on.
-        participant_id: the participant.
         before_seq: only states written before this ``seq`` (what was in force when a tool call
             at that ``seq`` was made); ``None``: every state.
 

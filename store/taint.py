@@ -154,9 +154,6 @@ async def records_privacy(
     class of what the run was shown; nothing for a run with no assembly).
 
     Args:
-        session: the caller's session.
-        account_id: the owning account.
-        ids: the source ids.
         what: how an error names them.
         refuse_unknown: raise on an id that names no record; ``False``: such an id
             fails closed (counts as the strictest class).

@@ -43,9 +43,6 @@ async def insert_tool_memory(
     ``memory.superseded_by`` is ignored (a new memory is live).
 
     Args:
-        session: the caller's session.
-        account_id: the owning account.
-        conversation_id: the conversation.
         memory: the memory, as derived by the policy core.
         retention: the rule it is kept under (:func:`policy.retention.effective_rule`), written by the insert.
 
@@ -128,9 +125,6 @@ async def related_memories(
     lineage, and which are live there (:func:`policy.links.links_for`).
 
     Args:
-        session: the caller's session.
-        account_id: the owning account.
-        conversation_id: the conversation.
         subject_key: the new memory's subject.
         fact_keys: the ``entity.attribute`` keys of the new memory's facts.
 
@@ -206,9 +200,6 @@ async def set_superseded(session: AsyncSession, account_id: str, old_id: str, ne
     wins ``superseded_by``.
 
     Args:
-        session: the caller's session.
-        account_id: the owning account.
-        old_id: the superseded memory.
         new_id: the superseding memory; it must be newer (higher ``seq``).
 
     Raises:
@@ -243,9 +234,6 @@ async def add_conflict(session: AsyncSession, account_id: str, a_id: str, b_id: 
     """Record that two memories contradict each other (symmetric, idempotent).
 
     Args:
-        session: the caller's session.
-        account_id: the owning account.
-        a_id: one memory.
         b_id: the other memory, in the same conversation.
 
     Raises:
@@ -266,14 +254,8 @@ async def mark_memory_resolution(
     """Record whether a memory's provenance still resolves to its artifacts.
 
     Args:
-        session: the caller's session.
-        account_id: the owning account.
-        memory_id: the memory.
         status: the resolution status found.
         repair_attempts: the number of repair attempts so far; unchanged when ``None``.
-
-    Returns:
-        The updated memory.
 
     Raises:
         NotFoundError: no such memory in the account.

@@ -84,18 +84,12 @@ async def update_tool_call(
     history entry), so an older snapshot still reads the state it saw.
 
     Args:
-        session: the caller's session.
-        account_id: the owning account.
         tool_call_id: the tool call's row id.
-        status: the new status.
         attempt: the attempt number; unchanged when ``None``.
         error: the error of this attempt; ``last_error`` keeps the latest one.
         waiting_for: what a deferred call waits for (cleared when ``None``).
         retry_critical: change the retry-critical flag; unchanged when ``None``.
         at: when it happened; now when ``None``.
-
-    Returns:
-        The updated tool call.
 
     Raises:
         NotFoundError: no such tool call in the account.
@@ -326,13 +320,8 @@ async def insert_artifact(
     second capture of the same call returns the first artifact unchanged.
 
     Args:
-        session: the caller's session.
-        account_id: the owning account.
         tool_call_id: the captured tool call (row id).
         capture: what the capture records (checked when it was built).
-
-    Returns:
-        The artifact's metadata.
 
     Raises:
         NotFoundError: no such tool call in the account.

@@ -43,9 +43,6 @@ def instrument_engine(engine: AsyncEngine) -> AsyncEngine:
 
     Args:
         engine: the engine to instrument (once).
-
-    Returns:
-        The same engine.
     """
     sync_engine = engine.sync_engine
 

@@ -30,9 +30,6 @@ async def put_user_memory(
     """Store a user memory; idempotent on ``user_memory_id``.
 
     Args:
-        session: the caller's session.
-        account_id: the owning account.
-        text: the memory.
         privacy: its declared class; stored raised to the strictest class of ``derived_from``.
         derived_from: ids of the graph records it was built from (tool memories, artifacts,
             tool calls, model runs ...); an id that names no record fails closed.
@@ -89,8 +86,6 @@ async def list_user_memories(session: AsyncSession, account_id: str, *, limit: i
     """The account's most recent user memories, oldest first.
 
     Args:
-        session: the caller's session.
-        account_id: the owning account.
         limit: at most this many.
 
     Returns:
@@ -113,14 +108,6 @@ async def forget_user_memory(session: AsyncSession, account_id: str, user_memory
 
     An id of another account is treated as unknown: nothing is deleted and the
     answer is the same as for an id that never existed.
-
-    Args:
-        session: the caller's session.
-        account_id: the owning account.
-        user_memory_id: the memory.
-
-    Returns:
-        Whether a memory was deleted.
     """
     result = await session.execute(
         delete(UserMemory).where(UserMemory.account_id == account_id, UserMemory.id == user_memory_id)

@@ -87,8 +87,6 @@ def workflow_summary(what: str, scope: Scope, runtime_kind: RuntimeKind | None, 
 
     Args:
         what: the workflow's kind in words (``agent turn``, ``subagent batch``).
-        scope: where it runs.
-        runtime_kind: its runtime kind.
         inspector_url: the inspector's base URL, if there is one.
         *counts: counts such as ``"3 participants"``.
     """

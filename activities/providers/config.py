@@ -51,9 +51,6 @@ class EndpointConfig(BaseModel):
 
         Args:
             override: an agent's own endpoint settings (``None``: none).
-
-        Returns:
-            The endpoint to call.
         """
         if override is None:
             return self

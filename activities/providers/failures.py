@@ -148,7 +148,6 @@ def status_failure(provider: str, model: str, status: int, body: object, headers
     Args:
         provider: ``openai``, ``local`` or ``anthropic``: named in the message.
         model: the model asked for: named in the message.
-        status: the HTTP status.
         body: the decoded error body (the SDK's ``error.body``).
         headers: the response headers (for ``Retry-After``).
         fallback: the SDK's own message, used when the body carries none.

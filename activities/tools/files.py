@@ -62,9 +62,6 @@ def check_file_name(name: str) -> str:
     Args:
         name: the name the model chose.
 
-    Returns:
-        The name, unchanged.
-
     Raises:
         ToolArgumentError: anything that is not a plain file name.
     """

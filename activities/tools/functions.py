@@ -72,7 +72,6 @@ def function_tool(
         name: the canonical (dotted) name; default ``<module>.<function>``.
         description: what the model is told; default the docstring's summary.
         privacy: the privacy class of its calls and results.
-        freshness: its freshness class.
         stale_after: how long a result stays fresh (a ``timedelta`` or seconds): the spec's ``ttl``.
         revalidate_with: tools that refresh a stale result (default: the tool itself).
         key_args: arguments that identify the subject (default: all).
@@ -80,7 +79,6 @@ def function_tool(
         summary_fields: result fields a summary shows first.
         summary_chars: character budget of its summaries.
         result_kind: how to read a result (``auto`` sniffs).
-        version: the spec version.
         deferred: answered by a human, never executed.
         max_attempts: Temporal attempts before the call fails for good.
         timeout_seconds: start-to-close timeout of one attempt.

@@ -151,11 +151,7 @@ class ToolRegistry:
 
         Args:
             name: the tool's canonical name.
-            context: the attempt's context.
             arguments: the arguments the model sent.
-
-        Returns:
-            The tool's result.
 
         Raises:
             UnknownToolError: no such tool.

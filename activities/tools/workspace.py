@@ -29,7 +29,6 @@ def resolve_path(workspace: Path, path: str) -> Path:
     """The file ``path`` names inside ``workspace``, refusing anything outside it.
 
     Args:
-        workspace: the workspace root.
         path: a relative, ``/``-separated path as the model wrote it.
 
     Returns:

@@ -11,7 +11,6 @@ def check_text(text: str, what: str = "message", *, max_bytes: int) -> str:
     """Refuse text the graph cannot hold or a turn cannot use, before anything is written.
 
     Args:
-        text: the text.
         what: what it is, for the error message (``message``, ``answer``...).
         max_bytes: the largest size accepted, in UTF-8 bytes.
 
@@ -43,9 +42,6 @@ def check_id(value: str | None, what: str) -> str | None:
     Args:
         value: the id as given.
         what: what it names, for the error message (``conversation``, ``branch``...).
-
-    Returns:
-        The lower-case hyphenated UUID.
 
     Raises:
         InvalidInputError: not a UUID.

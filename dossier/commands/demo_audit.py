@@ -93,10 +93,6 @@ async def audit_trail(client: DossierClient, conversation_id: str, say: Callable
     Args:
         client: the demo's client (its account reads the runs).
         conversation_id: the conversation to explain.
-        say: prints one line.
-
-    Returns:
-        What was shown.
     """
     runs = [row for row in await client.runs.list(conversation_id) if row.context_assembly_id]
     explained: Explanation | None = None

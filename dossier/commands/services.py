@@ -65,9 +65,6 @@ def _status(args: argparse.Namespace) -> int:
 def format_table(rows: Sequence[ServiceStatus]) -> str:
     """Render status rows as an aligned text table.
 
-    Args:
-        rows: The status rows.
-
     Returns:
         The table, header first, without a trailing newline.
     """

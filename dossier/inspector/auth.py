@@ -66,9 +66,6 @@ def load_secret(home: Path) -> bytes:
 
     Args:
         home: the ``DOSSIER_HOME`` folder.
-
-    Returns:
-        The secret.
     """
     path = home / SECRET_FILE
     home.mkdir(parents=True, exist_ok=True)
@@ -133,7 +130,6 @@ def verify_viewer(secret: bytes, token: str | None, *, now: float | None = None)
     """The viewer a token names, if it is well formed, signed with ``secret`` and not expired.
 
     Args:
-        secret: the signing secret.
         token: the token as presented (may be ``None`` or anything).
         now: the current time (default: the clock).
 

@@ -347,10 +347,7 @@ async def provenance(deps: GraphDeps, account_id: str, kind: str, record_id: str
     """A record's provenance chain down to the raw artifact.
 
     Args:
-        deps: graph dependencies.
-        account_id: the viewer's account.
         kind: one of :data:`RECORD_KINDS`.
-        record_id: the record's id.
         reveal: show an artifact's raw bytes even of a :data:`WITHHELD_RAW` class (logged).
 
     Raises:

@@ -57,9 +57,6 @@ def start(settings: Settings, record: dict[str, Any] | None, endpoints: Endpoint
         settings: Settings (``inspector_port``, ``dossier_home``).
         record: The previous record from the state file, if any.
         endpoints: The services it reads (already running); the Temporal UI for its links.
-
-    Returns:
-        The record of the running inspector.
     """
     old = InspectorRecord.model_validate(record) if record else None
     if old is not None and old.is_running():

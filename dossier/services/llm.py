@@ -92,9 +92,6 @@ def prepare(settings: Settings) -> Path:
     Args:
         settings: Settings (`dossier_models_dir`).
 
-    Returns:
-        The model file.
-
     Raises:
         ModelFileError: If the file cannot be fetched, assembled or verified.
     """
@@ -137,9 +134,6 @@ def start(settings: Settings, record: dict[str, Any] | None) -> LlmRecord:
     Args:
         settings: Settings (`dossier_home`, `dossier_models_dir`, `local_model_name`, `local_model_context`).
         record: The previous record from the state file, if any.
-
-    Returns:
-        The record of the running server.
 
     Raises:
         ModelFileError: If the model file cannot be provided.
@@ -193,11 +187,7 @@ def status(settings: Settings, record: dict[str, Any] | None) -> ServiceStatus:
     """Report the model server's row for `dossier services status`.
 
     Args:
-        settings: Settings.
         record: The record from the state file, if any.
-
-    Returns:
-        The status row.
     """
     if settings.local_model_url is not None:
         return ServiceStatus(NAME, "external", endpoint=settings.local_model_url,

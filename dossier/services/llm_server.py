@@ -24,9 +24,6 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
     Args:
         argv: Arguments (default: `sys.argv[1:]`).
-
-    Returns:
-        The options.
     """
     parser = argparse.ArgumentParser(prog="python -m dossier.services.llm_server")
     parser.add_argument("--model", required=True, help="the verified GGUF file")

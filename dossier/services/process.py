@@ -110,7 +110,6 @@ def socket_dir(home: Path, service: str) -> Path:
     Args:
         home: The service's folder under ``$DOSSIER_HOME``; its resolved path is hashed,
             so two homes never share sockets and one home always finds its own.
-        service: The service's name.
 
     Returns:
         The folder, at most ~40 bytes long.
@@ -135,7 +134,6 @@ def remove_socket_dir(home: Path, service: str) -> None:
 
     Args:
         home: The service's folder under ``$DOSSIER_HOME``.
-        service: The service's name.
     """
     path = _socket_path(home, service)
     try:
@@ -160,9 +158,6 @@ def find_binary(name: str) -> Path:
     Args:
         name: The executable's name, e.g. `weed` or `temporal`.
 
-    Returns:
-        The path of the executable.
-
     Raises:
         ServiceConfigError: If the executable is not installed.
     """
@@ -177,13 +172,9 @@ def spawn(argv: list[str], log_path: Path, *, cwd: Path, env: dict[str, str] | N
     """Start a detached process that keeps running after this one exits.
 
     Args:
-        argv: Program and arguments.
         log_path: File that receives stdout and stderr (appended to).
         cwd: Working directory of the process.
         env: Its environment (default: this process's).
-
-    Returns:
-        The handle of the new process.
 
     Raises:
         ServiceStartError: If the program cannot be executed.
@@ -293,7 +284,6 @@ def wait_healthy(
         what: Service name for error messages.
         handle: The service process; its death ends the wait at once.
         log_path: The service log, whose tail goes into the error message.
-        timeout: Seconds to wait.
 
     Raises:
         ServiceStartError: If the process exits first.
@@ -316,11 +306,7 @@ def log_tail(path: Path, lines: int = 25) -> str:
     """Return the last lines of a log file, or a note when there is none.
 
     Args:
-        path: The log file.
         lines: How many lines to return.
-
-    Returns:
-        The tail, for error messages.
     """
     try:
         with open(path, "rb") as f:
@@ -347,9 +333,6 @@ def http_base(host: str, port: int) -> str:
 def port_is_free(port: int) -> bool:
     """Tell whether a TCP port can be bound on 127.0.0.1.
 
-    Args:
-        port: The port number.
-
     Returns:
         True if nothing listens on it.
     """
@@ -366,9 +349,6 @@ def port_is_free(port: int) -> bool:
 
 def free_ports(count: int) -> list[int]:
     """Pick `count` distinct free ports chosen by the kernel.
-
-    Args:
-        count: How many ports.
 
     Returns:
         The ports; they are free now, not reserved.

@@ -90,10 +90,6 @@ def client(endpoint: str, access_key: str | None, secret_key: str | None, *, reg
         access_key: Access key, None for anonymous.
         secret_key: Secret key, None for anonymous.
         region: Region; setting it skips the bucket-location lookup.
-        secure: Use HTTPS.
-
-    Returns:
-        The client.
     """
     http = urllib3.PoolManager(timeout=urllib3.Timeout(connect=2.0, read=10.0), retries=False)
     return Minio(endpoint, access_key, secret_key, secure=secure, region=region, http_client=http)
@@ -166,9 +162,6 @@ def start(settings: Settings, record: dict[str, Any] | None) -> S3Record:
     Args:
         settings: Settings (`dossier_home`, `s3_region`, `s3_bucket`).
         record: The previous record from the state file, if any.
-
-    Returns:
-        The record of the running server.
 
     Raises:
         ServiceStartError: If weed exits or does not answer S3 in time.
@@ -247,11 +240,7 @@ def status(settings: Settings, record: dict[str, Any] | None) -> ServiceStatus:
     """Report the S3 row for `dossier services status`.
 
     Args:
-        settings: Settings.
         record: The record from the state file, if any.
-
-    Returns:
-        The status row.
     """
     if settings.s3_endpoint is not None:
         return ServiceStatus(NAME, "external", endpoint=settings.s3_endpoint)

@@ -45,10 +45,6 @@ def _check_names(which: Iterable[str]) -> list[str]:
 def is_external(settings: Settings, name: str) -> bool:
     """Tell whether a service is configured in the environment rather than embedded.
 
-    Args:
-        settings: Settings.
-        name: Service name.
-
     Returns:
         True if its address comes from the environment.
     """
@@ -70,7 +66,6 @@ def ensure_services(settings: Settings, which: Iterable[str] = DEFAULT_SERVICES)
     lock serialises callers, and a later caller reuses what an earlier one started.
 
     Args:
-        settings: Settings.
         which: Names of the services needed; external ones are skipped.
 
     Returns:
@@ -153,7 +148,6 @@ def stop_services(settings: Settings, which: Iterable[str] = tuple(SERVICES)) ->
     later start reuses the same ports and S3 credentials.
 
     Args:
-        settings: Settings.
         which: Names of the services to stop; all by default.
 
     Returns:
@@ -177,9 +171,6 @@ def services_status(settings: Settings) -> list[ServiceStatus]:
 
     Reads the state without taking the lock, so it answers even while another
     process is starting services.
-
-    Args:
-        settings: Settings.
 
     Returns:
         One row per service, in start order.

@@ -127,9 +127,6 @@ def start(settings: Settings, record: dict[str, Any] | None) -> TemporalRecord:
         settings: Settings (`dossier_home`, `temporal_ui_port`, `temporal_namespace`).
         record: The previous record from the state file, if any.
 
-    Returns:
-        The record of the running server.
-
     Raises:
         ServiceStartError: If the server exits or is not healthy in time.
         ServiceConfigError: If the `temporal` binary is missing.
@@ -178,11 +175,7 @@ def status(settings: Settings, record: dict[str, Any] | None) -> ServiceStatus:
     """Report the Temporal row for `dossier services status`.
 
     Args:
-        settings: Settings.
         record: The record from the state file, if any.
-
-    Returns:
-        The status row.
     """
     if settings.temporal_address is not None:
         return ServiceStatus(NAME, "external", endpoint=settings.temporal_address)

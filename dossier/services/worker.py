@@ -87,12 +87,8 @@ def start(settings: Settings, record: dict[str, Any] | None, endpoints: Endpoint
     """Start the worker, or reuse the running one.
 
     Args:
-        settings: Settings.
         record: The previous record from the state file, if any.
         endpoints: The services the worker must use (already running).
-
-    Returns:
-        The record of the running worker.
     """
     old = WorkerRecord.model_validate(record) if record else None
     if old is not None and old.is_running():

@@ -103,7 +103,6 @@ def enum_check(column: str, values: type[StrEnum] | tuple[str, ...], *, nullable
     """A CHECK constraint limiting ``column`` to the values of an enum.
 
     Args:
-        column: the column name.
         values: a :class:`StrEnum` type or an explicit tuple of values.
         nullable: whether NULL is also allowed (it is anyway in SQL, but the
             constraint text then says so explicitly).

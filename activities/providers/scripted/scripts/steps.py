@@ -65,9 +65,7 @@ def advance(turn: Turn, progress: Progress, tool: str, arguments: dict[str, Any]
     """The reply that moves an unfinished step forward, or ``None`` when the step is done.
 
     Args:
-        turn: the current turn.
         progress: where the step stands.
-        tool: the step's tool.
         arguments: the arguments to call it with.
         goal: what the step is for, in words ("read sales/2026-q3-orders.csv").
 
