@@ -25,6 +25,7 @@ from policy.records import (
     Locator,
     Record,
     ToolMemoryRecord,
+    bounded_key,
     canonical_json,
 )
 from policy.summarise import (
@@ -96,9 +97,9 @@ class MemoryDraft(Record):
 
 
 def subject_key(spec: ToolSpec, arguments: dict[str, Any]) -> str:
-    """Tool name plus the identifying arguments, canonically."""
+    """Tool name plus the identifying arguments, canonically; a long one bounded by a digest (it is indexed)."""
     keys = spec.key_args if spec.key_args is not None else tuple(sorted(arguments))
-    return f"{spec.name}:{canonical_json({k: arguments.get(k) for k in keys})}"
+    return bounded_key(f"{spec.name}:{canonical_json({k: arguments.get(k) for k in keys})}")
 
 
 PARSE_MAX_BYTES = 8 * 1024 * 1024

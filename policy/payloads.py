@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+import warnings
 from typing import Any
 
 
@@ -63,8 +64,11 @@ def parse_structured(text: str, allow_literal: bool = True, exact_numbers: bool 
             raise
         match = _NUMPY_REPR.match(stripped)
         source = match.group("body") if match else stripped
+        if not source.startswith(("[", "{", "(")):  # only a container is wanted; shell output is not one
+            raise ValueError("neither JSON nor a Python container literal") from None
         try:
-            tree = ast.parse(source, mode="eval")
+            with warnings.catch_warnings(action="ignore"):  # the compiler warns on `1st` etc. in stray text
+                tree = ast.parse(source, mode="eval")
             data = _literal(tree.body, source if exact_numbers else None)
         except (SyntaxError, ValueError, TypeError, MemoryError) as exc:
             raise ValueError(f"neither JSON nor a Python literal: {exc}") from None

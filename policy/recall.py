@@ -40,7 +40,15 @@ from policy.enums import DecisionOutcome, OmissionReason
 from policy.errors import PolicyError
 from policy.gates import Viewer, admit
 from policy.policy import ContextPolicy
-from policy.records import ArtifactRecord, CandidateSet, Locator, PolicyDecisionRecord, Record, ToolMemoryRecord
+from policy.records import (
+    ArtifactRecord,
+    CandidateSet,
+    Locator,
+    PolicyDecisionRecord,
+    Record,
+    ToolMemoryRecord,
+    bounded_key,
+)
 from policy.rehydration import RAW_HASH_MISMATCH_TEXT, RAW_MISSING_TEXT, describe
 
 NOT_FOUND_ANSWER = "no memory or artifact with that id is visible to you"
@@ -169,7 +177,7 @@ def plan_recall(
     Raises:
         RecallLocatorError: a malformed locator (only checked for an id that resolved and is visible).
     """
-    subject = f"recall:{ref}"
+    subject = bounded_key(f"recall:{ref}")  # the model wrote the ref: any length
     record = resolve(ref, candidates)
     if record is None:
         return _denied(policy, subject, "no memory or artifact of the candidate set has this id",

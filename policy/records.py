@@ -11,6 +11,7 @@ Ids are opaque strings (UUIDs in the store). The assembler never invents one.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from datetime import datetime
 from typing import Any, Literal
@@ -538,7 +539,26 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
+KEY_MAX_BYTES = 512
+"""An indexed key (a memory's subject, a decision's subject) holds at most this many UTF-8 bytes; a btree
+row holds 2,704, and a file written whole or a long shell command in the arguments is several KB."""
+KEY_DIGEST_MARK = "…#"
+
+
+def bounded_key(text: str, limit: int = KEY_MAX_BYTES) -> str:
+    """``text`` if it fits in ``limit`` bytes, else its readable head, :data:`KEY_DIGEST_MARK` and a digest
+    of the whole: equal texts still give equal keys and different ones different keys."""
+    data = text.encode("utf-8", "surrogatepass")
+    if len(data) <= limit:
+        return text
+    digest = hashlib.blake2b(data, digest_size=16).hexdigest()
+    room = limit - len((KEY_DIGEST_MARK + digest).encode())
+    head = data[:room].decode("utf-8", "ignore")  # a character cut at the byte limit is dropped whole
+    return f"{head}{KEY_DIGEST_MARK}{digest}"
+
+
 __all__ = [
+    "KEY_MAX_BYTES",
     "ArtifactRecord",
     "CandidateSet",
     "ChatMessage",
@@ -562,5 +582,6 @@ __all__ = [
     "ToolCallRequest",
     "ToolMemoryRecord",
     "UserMemoryRecord",
+    "bounded_key",
     "canonical_json",
 ]

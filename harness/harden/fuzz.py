@@ -11,7 +11,7 @@ Targets, each with what counts as correct:
 * ``policy.validate.provider_problems`` on arbitrary message lists: a list
   of problems, never an exception;
 * the store, on real Postgres and S3: ``begin_tool_call`` with arguments of
-  any JSON shape, ``ingest_tool_result`` with any bytes, ``append_message``
+  any JSON shape and size (a file written whole, deep nesting, non-ASCII keys), ``ingest_tool_result`` with any bytes, ``append_message``
   with huge and malformed text, branch graphs with cycles and missing parents,
   unknown ids everywhere (assembly included), and one streamed 1 GB artifact
   (64 MB with ``--quick``). Allowed outcomes: success, or a typed error
@@ -62,6 +62,20 @@ raw_results = st.binary(max_size=3000) | hostile_text.map(lambda t: t.encode("ut
     | st.lists(st.lists(st.text(max_size=12), min_size=1, max_size=5), max_size=30).map(
         lambda rows: "\n".join(",".join(r) for r in rows).encode()) \
     | json_values.map(lambda v: repr(v).encode())
+def _nested(depth: int) -> Any:
+    value: Any = "bottom"
+    for level in range(depth):
+        value = {f"niveau_é{level}": [value]}
+    return value
+
+
+# What a coding agent sends: a file written whole, a patch or a long command (incompressible, several KB to
+# 1 MB), deep nesting, non-ASCII keys; before subject keys were bounded the first such call failed ingestion.
+call_arguments = st.dictionaries(st.text(max_size=20), json_values, max_size=5) | st.fixed_dictionaries({
+    "päth": st.text(max_size=40),
+    "content": st.binary(min_size=2_000, max_size=1_000_000).map(lambda b: b.hex()),
+    "nested": st.integers(min_value=0, max_value=200).map(_nested),
+})
 content_types = st.sampled_from(["application/json", "text/csv", "text/plain", "application/octet-stream",
                                  "image/png", "", "text/html; charset=latin-1", "application/x-unknown"])
 
@@ -281,8 +295,7 @@ async def fuzz_store(stack: Stack, tally: Tally, scale: int, progress: Callable[
     # Tool calls with arguments of any shape, then results of any bytes.
     n = max(10, scale // 20)
     for index, (args, raw, ctype, failed) in enumerate(_examples(
-            st.tuples(st.dictionaries(st.text(max_size=20), json_values, max_size=5), raw_results, content_types,
-                      st.booleans()), n, seed=5)):
+            st.tuples(call_arguments, raw_results, content_types, st.booleans()), n, seed=5)):
         call_id = f"call_fuzz_{index}_{uuid.uuid4().hex[:6]}"
         call = await _guard(tally, stack, account, "begin_tool_call(arguments)", args, lambda: begin_tool_call(
             deps, account, conv.id, NewToolCall(
