@@ -55,6 +55,8 @@ def spend_budget(
             if item.section == "stale":
                 outcome = DecisionOutcome.MARKED_STALE
             reason = "protected state" if item.protected else f"{item.record_class.value}, fits budget"
+            if item.protected and spent > budget:  # kept whole, never cut: say what it costs instead
+                reason = f"protected state, kept whole over the {budget}-token budget ({spent} tokens so far)"
             ledger.decide(item.section, item.ref, outcome, reason)
         else:
             why = "memory cap reached" if over_cap else f"would exceed {budget}-token budget"

@@ -81,7 +81,7 @@ DEFAULT_FRESHNESS_TTL: dict[FreshnessClass, timedelta | None] = {
 class ContextPolicy(Record):
     """Every knob of context assembly; frozen, hashed, versioned."""
 
-    version: str = "dossier-default/5"
+    version: str = "dossier-default/6"
     """Human name of the rule set; bump it whenever a default changes."""
     routes: tuple[ProviderRoute, ...] = DEFAULT_ROUTES
     default_token_budget: int = 8192
@@ -105,7 +105,8 @@ class ContextPolicy(Record):
     keep_older_user_messages: bool = False
     """Older user messages compete for the budget instead of being dropped."""
     max_message_chars: int = 4000
-    """Longer transcript messages are cut, with a marker, in the context."""
+    """Longer model-written transcript messages are cut, with a marker, in the context; a user's message
+    never is (when one alone is over the budget, its decision says so)."""
     stale_handling: str = Field(default="marker", pattern="^(marker|omit)$")
     """``marker``: stale memories appear as markers without their values and
     with revalidation hints; ``omit``: they are dropped."""

@@ -90,10 +90,11 @@ def chat_message(message: MessageRecord, participant: ParticipantRecord, max_cha
     Only the participant's own words read as assistant turns. A directive, a
     labelled user, another participant and a mid-conversation system message
     read as labelled user turns: providers take system text only before the
-    conversation, and another model's answer is not the reader's own.
+    conversation, and another model's answer is not the reader's own. What a user wrote reads whole: a
+    task statement cut at a limit loses the code it quotes and the instructions at its end.
     """
     content = message.content
-    if len(content) > max_chars:
+    if len(content) > max_chars and message.role is not MessageRole.USER:  # a user's message is never cut
         content = content[:max_chars] + f"\n[message cut at {max_chars} of {len(message.content)} chars]"
     label = message.speaker_label
     if message.is_directive:

@@ -4,6 +4,7 @@ Parts (numbered as in the benchmark issue):
 
 1+2. ``traces``: real trajectories through full replay, the peers' own code
      (LangChain, OpenAI Agents SDK, Anthropic context editing) and Dossier;
+     ``traces-coding``: the same on real coding-agent runs (shell commands, results of 5-15k tokens);
      ``ablations``: Dossier alone on a sample of them, one policy knob changed at a time;
 3.   ``scenarios``: the seventeen seed scenarios through every strategy;
 4.   ``growth``: assembly cost on Postgres as the graph grows to 100k artifacts;
@@ -27,7 +28,7 @@ from harness.bench.machine import describe_machine, machine_markdown
 from dossier.runtime import open_graph
 from dossier.settings import Settings
 
-PARTS = ("traces", "ablations", "scenarios", "growth", "orchestration")
+PARTS = ("traces", "traces-coding", "ablations", "scenarios", "growth", "orchestration")
 DEFAULT_OUT = Path("bench-results")
 
 Progress = Callable[[str], None]
@@ -99,6 +100,15 @@ async def _traces(settings: Settings, out: Path, quick: bool, traces: str | None
     return files + write_plots(report, out)
 
 
+async def _coding_traces(settings: Settings, out: Path, quick: bool) -> list[Path]:
+    from harness.bench.traces import DEFAULT_CODING_TRACES, run_traces
+    from harness.bench.traces_plots import write_plots
+
+    report = await run_traces(settings, str(DEFAULT_CODING_TRACES), 4 if quick else None)
+    files = _write(out, "traces-coding", report.to_markdown(), report.to_json())
+    return files + write_plots(report, out, prefix="traces-coding")
+
+
 async def _ablations(settings: Settings, out: Path, quick: bool, traces: str | None) -> list[Path]:
     from harness.bench.ablations import ABLATIONS, run_ablations
     from harness.bench.traces import DEFAULT_TRACES
@@ -128,6 +138,7 @@ async def _orchestration(settings: Settings, out: Path, quick: bool) -> list[Pat
 
 TITLES = {
     "traces": "1–2. Real trajectories: Dossier vs full replay vs the peers' own code",
+    "traces-coding": "1–2c. Real coding-agent runs: Dossier vs full replay vs the peers' own code",
     "ablations": "1–2b. Real trajectories: Dossier with one policy knob changed at a time",
     "scenarios": "3. Seed scenarios through every strategy",
     "growth": "4. Assembly cost as the graph grows",
@@ -142,6 +153,7 @@ async def run_suite(settings: Settings, out: Path = DEFAULT_OUT, *, parts: Seque
     out.mkdir(parents=True, exist_ok=True)
     runners = {
         "traces": lambda: _traces(settings, out, quick, traces),
+        "traces-coding": lambda: _coding_traces(settings, out, quick),
         "ablations": lambda: _ablations(settings, out, quick, traces),
         "scenarios": lambda: _scenarios(settings, out, quick),
         "growth": lambda: _growth(settings, out, quick),

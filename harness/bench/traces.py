@@ -53,6 +53,11 @@ DEFAULT_TRACES = Path(
     os.environ.get("DOSSIER_TRACES") or REPO_ROOT.parent / "shared/data/traces/traces.jsonl"
 ).absolute()
 """``$DOSSIER_TRACES``, else ``../shared/data/traces/traces.jsonl`` next to the repository."""
+DEFAULT_CODING_TRACES = Path(
+    os.environ.get("DOSSIER_CODING_TRACES") or REPO_ROOT.parent / "shared/data/traces-coding/traces.jsonl"
+).absolute()
+"""``$DOSSIER_CODING_TRACES``, else ``../shared/data/traces-coding/traces.jsonl``: real coding-agent runs
+(mini-swe-agent on SWE-bench Verified), the second named source of ``make bench``."""
 PROVIDER_ROUTE = "openai"
 """The participant's provider, hence the policy route (the agents were OpenAI-style models)."""
 START = datetime(2026, 1, 1, 9, 0, tzinfo=UTC)

@@ -3,7 +3,8 @@
 See ``../shared/data/traces/README.md`` ("Carried-reference measure"): per
 model call *k*, the leaf argument values of its tool calls (strings stripped,
 numbers as JSON, booleans/null skipped, shorter than 3 characters skipped,
-deduplicated within the call); a value *occurs* in a text when it is a
+deduplicated within the call; a shell command's words instead of the command, see
+:func:`command_tokens`); a value *occurs* in a text when it is a
 case-sensitive substring not directly preceded or followed by an ASCII letter
 or digit. Carried: occurs in an earlier tool message and in no earlier system
 or user message. User reference: occurs in an earlier user message and in no
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,14 +30,58 @@ _DATE = re.compile(
 _ALNUM = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
 
 
+COMMAND_KEYS = frozenset({"command", "cmd"})
+"""Argument keys whose string value is a shell command: its words are the candidates, not the whole string."""
+_SHELL_OPERATORS = frozenset({"|", "||", "&", "&&", ";", ";;", "<", ">", ">>", "<<", "<<<", "(", ")", "2>", "2>&1"})
+_WORD_TRIM = "'\"`,;:()[]{}"
+
+
+def command_tokens(command: str) -> list[str]:
+    """The words of a shell command that could be values the agent copied from an earlier result.
+
+    A command is one string that never occurs verbatim in a result, but a path, a line number, an
+    identifier or a test name inside it does. The tokenisation is the same for every strategy:
+
+    1. split as a POSIX shell would (``shlex`` with punctuation characters, so ``|``, ``;``, ``&&``,
+       ``>`` are words of their own); unbalanced quotes fall back to splitting on whitespace;
+    2. drop the operators and the options (words starting with ``-``), but keep the value of
+       ``--name=value``;
+    3. split each word on ``,`` (``sed -n 120,140p`` gives ``120`` and ``140p``) and on newlines, trim
+       quotes, brackets and trailing punctuation.
+
+    What survives, at least 3 characters long, goes through the same occurrence rules as any other value
+    (an occurrence in a system or user message makes it no reference at all).
+    """
+    try:
+        lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+        lexer.whitespace_split = True
+        words = list(lexer)
+    except ValueError:
+        words = command.split()
+    out: list[str] = []
+    for word in words:
+        if word in _SHELL_OPERATORS or set(word) <= set("|&;<>()"):
+            continue
+        if word.startswith("-"):
+            if "=" not in word:
+                continue
+            word = word.split("=", 1)[1]
+        for part in re.split(r"[,\n]", word):
+            part = part.strip().strip(_WORD_TRIM).rstrip(".")
+            if part:
+                out.append(part)
+    return out
+
+
 def leaf_values(arguments: Any) -> list[str]:
-    """Step 1: leaf values of ``arguments`` as strings, in order, duplicates kept."""
+    """Step 1: leaf values of ``arguments`` as strings, in order, duplicates kept; a shell command's
+    words (:func:`command_tokens`) in place of the command."""
     out: list[str] = []
 
-    def walk(value: Any) -> None:
+    def walk(value: Any, key: str | None = None) -> None:
         if isinstance(value, dict):
-            for item in value.values():
-                walk(item)
+            for name, item in value.items():
+                walk(item, name)
         elif isinstance(value, list):
             for item in value:
                 walk(item)
@@ -43,6 +89,8 @@ def leaf_values(arguments: Any) -> list[str]:
             return
         elif isinstance(value, (int, float)):
             out.append(json.dumps(value))
+        elif isinstance(value, str) and key in COMMAND_KEYS:
+            out.extend(command_tokens(value))
         elif isinstance(value, str):
             out.append(value.strip())
 

@@ -116,6 +116,42 @@ def billed(rows: list[CallRow], name: str) -> dict[str, dict[str, float | None]]
     return out
 
 
+LENGTH_BUCKETS: tuple[tuple[str, int, int | None], ...] = (
+    ("1–7", 1, 7), ("8–15", 8, 15), ("16–31", 16, 31), ("32–63", 32, 63), ("64+", 64, None))
+"""Trajectory length buckets, by model calls: where along a run a saving or a loss sits."""
+
+
+def length_bucket(calls: int) -> str:
+    """The :data:`LENGTH_BUCKETS` label of a trajectory with ``calls`` model calls."""
+    for label, low, high in LENGTH_BUCKETS:
+        if calls >= low and (high is None or calls <= high):
+            return label
+    return LENGTH_BUCKETS[0][0]
+
+
+def by_length(rows: list[CallRow], name: str) -> dict[str, dict[str, Any]]:
+    """Per length bucket that has rows: trajectories, calls, billed ratios and recall of ``name``."""
+    out: dict[str, dict[str, Any]] = {}
+    for label, _, _ in LENGTH_BUCKETS:
+        subset = [row for row in rows if length_bucket(row.calls_in_trajectory) == label]
+        if not subset:
+            continue
+        refs = [r for row in subset for r in row.strategies[name].refs]
+        tool = [r for r in refs if r.kind == "tool"]
+        out[label] = {
+            "trajectories": len({row.trajectory for row in subset}),
+            "calls": len(subset),
+            "cost_ratio_vs_cached_replay": {model: entry["cost_ratio_vs_cached_replay"]
+                                            for model, entry in billed(subset, name).items()},
+            "tool_refs": len(tool),
+            "tool_ref_recall": _recall(tool),
+            "tool_ref_recall_strict": _recall([r for r in tool if r.strict]),
+            "user_refs": sum(r.kind == "user" for r in refs),
+            "user_ref_recall": _recall([r for r in refs if r.kind == "user"]),
+        }
+    return out
+
+
 def summarise(rows: list[CallRow], name: str) -> dict[str, Any]:
     """The aggregate keys for strategy ``name`` over ``rows``."""
     tool = [r for row in rows for r in row.strategies[name].refs if r.kind == "tool"]
@@ -197,6 +233,7 @@ class TracesReport:
         for name in self.strategies:
             entry = summarise(self.rows, name)
             entry["by_source"] = {s: summarise([r for r in self.rows if r.source == s], name) for s in self.sources()}
+            entry["by_length"] = by_length(self.rows, name)
             entry["loss_reasons"] = loss_reasons(self.rows, name)
             entry["worst"] = worst(self.rows, name)
             entry["parameters"] = self.parameters.get(name, {})
@@ -214,6 +251,7 @@ class TracesReport:
         lines += _billed_table("Billed input cost, all trajectories (computed from the price models)", self.rows,
                                self.strategies)
         long = [r for r in self.rows if r.calls_in_trajectory >= LONG_TRAJECTORY_CALLS]
+        lines += _length_tables(self.rows, self.strategies)
         lines += _table("All trajectories", {n: summarise(self.rows, n) for n in self.strategies})
         for source in self.sources():
             subset = [r for r in self.rows if r.source == source]
@@ -289,6 +327,33 @@ def _billed_table(title: str, rows: list[CallRow], strategies: list[str]) -> lis
         cells += [_fmt(anthropic.get("cache_hit_rate")), f"{anthropic.get('uncached_tokens_per_call_median', 0):,.0f}",
                   str(sum(bool(row.strategies[name].invalid) for row in rows))]
         lines.append("| " + " | ".join(cells) + " |")
+    return lines + [""]
+
+
+def _length_tables(rows: list[CallRow], strategies: list[str]) -> list[str]:
+    """Billed cost per length bucket for every strategy, then Dossier's recall per bucket."""
+    if not rows or not rows[0].strategies.get("full_replay", StrategyCall(0, 0, [])).bills:
+        return []
+    buckets = {name: by_length(rows, name) for name in strategies}
+    labels = list(buckets["full_replay"])
+    counts = buckets["full_replay"]
+    lines = ["### Billed input cost by trajectory length", "",
+             "Ratio to cached full replay at Anthropic prices, GPT-5 prices in brackets; columns are model calls "
+             "per trajectory (trajectories, calls).", "",
+             "| strategy | " + " | ".join(f"{b} ({counts[b]['trajectories']}, {counts[b]['calls']:,})" for b in labels)
+             + " |", "|---|" + "---:|" * len(labels)]
+    for name in strategies:
+        cells = []
+        for label in labels:
+            ratios = buckets[name][label]["cost_ratio_vs_cached_replay"]
+            cells.append(f"{_fmt(ratios.get('anthropic'), pct=False)} ({_fmt(ratios.get('openai-gpt5'), pct=False)})")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    lines += ["", "### Recall by trajectory length (Dossier default policy)", "",
+              "| calls per trajectory | trajectories | carried refs | carried recall | strict carried recall "
+              "| user refs | user recall |", "|---|---:|---:|---:|---:|---:|---:|"]
+    for label, b in buckets.get("dossier", {}).items():
+        lines.append(f"| {label} | {b['trajectories']} | {b['tool_refs']:,} | {_fmt(b['tool_ref_recall'])} "
+                     f"| {_fmt(b['tool_ref_recall_strict'])} | {b['user_refs']:,} | {_fmt(b['user_ref_recall'])} |")
     return lines + [""]
 
 

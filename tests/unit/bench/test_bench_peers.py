@@ -19,7 +19,7 @@ from harness.bench.peers import (
     to_response_items,
 )
 from harness.bench.strategy import CallInput, count_tokens
-from harness.bench.traces_measure import call_values, is_strict, occurs, trace_calls
+from harness.bench.traces_measure import call_values, command_tokens, is_strict, occurs, trace_calls
 
 
 @pytest.fixture(scope="module")
@@ -140,3 +140,22 @@ def test_reference_measure_follows_the_readme() -> None:
     calls = trace_calls(messages)
     assert [(r.value, r.kind) for r in calls[0].refs] == [("user_42", "user")]  # ZZ9 only in call 0 itself
     assert [(r.value, r.kind, r.first_call) for r in calls[1].refs] == [("ORD9", "tool", 0), ("ZZ9", "tool", 0)]
+
+
+def test_a_shell_commands_words_are_its_references() -> None:
+    assert command_tokens("sed -n 120,140p astropy/io/fits/card.py") == ["sed", "120", "140p",
+                                                                        "astropy/io/fits/card.py"]
+    assert command_tokens("cd /testbed && python -m pytest --tb=short 'tests/a b.py::test_x' 2>&1 | tail") == [
+        "cd", "/testbed", "python", "pytest", "short", "tests/a b.py::test_x", "2", "1", "tail"]
+    assert command_tokens('echo "unbalanced') == ["echo", "unbalanced"]  # shlex gives up: whitespace split, trimmed
+    messages = [
+        {"role": "system", "content": "Run commands with bash; use sed and grep."},
+        {"role": "user", "content": "Fix the bug in card.py"},
+        {"role": "assistant", "tool_calls": [{"id": "c1", "name": "bash", "arguments": {"command": "grep -rn Card ."}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "astropy/io/fits/card.py:1210:def _format_value(value):"},
+        {"role": "assistant", "tool_calls": [{"id": "c2", "name": "bash", "arguments": {
+            "command": "sed -n 1200,1230p astropy/io/fits/card.py && grep -n _format_value astropy/io/fits/card.py"}}]},
+    ]
+    refs = trace_calls(messages)[1].refs
+    # `sed` and `grep` are in the system prompt, `1200`/`1230p` in no result: the path and the name were copied.
+    assert [(r.value, r.kind) for r in refs] == [("astropy/io/fits/card.py", "tool"), ("_format_value", "tool")]

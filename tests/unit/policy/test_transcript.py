@@ -171,15 +171,27 @@ def test_directive_decision_is_policy_class(run):
     ("length", "limit", "cut"),
     [(10, 10, False), (11, 10, True), (5000, 4000, True), (3999, 4000, False)],
 )
-def test_long_messages_are_cut_with_a_marker(run, length, limit, cut):
+def test_long_model_messages_are_cut_with_a_marker(run, length, limit, cut):
     content = "x" * length
-    result = run(candidates(messages=[message("u-1", 30, "user", content)]),
-                 policy=ContextPolicy(max_message_chars=limit))
-    [(_, rendered)] = transcript(result)
+    messages = [message("u-1", 29, "user", "go"), message("a-1", 30, "assistant", content)]
+    result = run(candidates(messages=messages), policy=ContextPolicy(max_message_chars=limit))
+    [_, (_, rendered)] = transcript(result)
     if cut:
         assert rendered == "x" * limit + f"\n[message cut at {limit} of {length} chars]"
     else:
         assert rendered == content
+
+
+@pytest.mark.parametrize("is_directive", [False, True])
+def test_a_users_message_is_never_cut_and_over_the_budget_its_decision_says_so(run, is_directive):
+    task = "Fix the parser. " + " ".join(f"line {i}: `value_{i} = {i * 7}`" for i in range(600))  # ~20k chars
+    result = run(candidates(messages=[message("u-1", 30, "user", task, is_directive=is_directive)]),
+                 boundary(token_budget=1000), policy=ContextPolicy(max_message_chars=4000))
+    [(_, rendered)] = transcript(result)
+    assert rendered.endswith(task) and "message cut" not in rendered
+    [decision] = decisions_for(result, "message:u-1")
+    assert decision.outcome is DecisionOutcome.PROTECTED
+    assert "kept whole over the 1000-token budget" in decision.reason
 
 
 def test_sibling_and_post_fork_messages_never_appear(run):
