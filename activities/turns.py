@@ -53,6 +53,7 @@ from activities.providers.base import (
     ProviderFactory,
 )
 from activities.providers.config import EndpointConfig
+from activities.providers.windows import ContextWindows
 from activities.skill_state import offered_tools, skill_catalog
 from activities.skills import SkillLibrary
 from activities.tools.base import ToolContext, ToolError, UnknownToolError
@@ -110,10 +111,10 @@ def _private(runtime_kind: RuntimeKind) -> bool:
     return runtime_kind is RuntimeKind.SUBAGENT_CHILD
 
 
-def _smallest(*budgets: int | None) -> int | None:
-    """The smallest budget given (``None``: none was)."""
+def _smallest(*budgets: int | None, fallback: int | None = None) -> int | None:
+    """The smallest budget given, else ``fallback`` (``None``: the policy's)."""
     given = [budget for budget in budgets if budget is not None]
-    return min(given) if given else None
+    return min(given) if given else fallback
 
 
 @dataclass
@@ -143,6 +144,8 @@ class TurnActivities:
     root from the agents file and the environment, so activities never read either."""
     skills: SkillLibrary = field(default_factory=SkillLibrary)
     """The skills folder's skills (:mod:`activities.skills`), read by the composition root at start."""
+    windows: ContextWindows = field(default_factory=ContextWindows)
+    """Model -> context window: the budget of a participant whose agent sets none follows its model's."""
 
     def _provider(self, spec: str, agent: object) -> tuple[ModelProvider, str]:
         """The provider for a participant's spec, over its agent's own endpoint when it has one."""
@@ -212,7 +215,8 @@ class TurnActivities:
             provider_route=participant.provider or "local",
             # An agent's own route and budget narrow the provider route and the policy's budget.
             route_limit=conversations.route_limit(config),
-            token_budget=_smallest(request.token_budget, conversations.token_budget(config)),
+            token_budget=_smallest(request.token_budget, conversations.token_budget(config),
+                                   fallback=self.windows.budget(participant.provider, participant.model)),
             now=request.now,
             model_run_id=request.model_run_id,
             skill_catalog=catalog,

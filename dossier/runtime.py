@@ -41,6 +41,7 @@ from activities.deps import GraphDeps
 from activities.providers.base import ProviderFactory
 from activities.providers.config import DEFAULT_REQUEST_TIMEOUT_SECONDS, EndpointConfig, ProvidersConfig
 from activities.providers.factory import ModelProviders
+from activities.providers.windows import ContextWindows
 from activities.tokens import token_counter
 from activities.skills import SkillLibrary, load_skills
 from activities.tools.base import RegisteredTool
@@ -322,6 +323,7 @@ def build_worker(
     agent_endpoints: Mapping[str, EndpointConfig] | None = None,
     workflow_failure_exception_types: Sequence[type[BaseException]] = (),
     skills: SkillLibrary | None = None,
+    windows: ContextWindows | None = None,
 ) -> Worker:
     """A worker with every Dossier workflow and activity registered.
 
@@ -336,6 +338,7 @@ def build_worker(
         agent_endpoints: agent name -> its own endpoint (:func:`agent_endpoints`).
         workflow_failure_exception_types: fail workflows (not just tasks) on these (tests).
         skills: the skills folder's skills (:func:`agent_skills`; default: none).
+        windows: model -> context window, for budgets (default: the hosted models', no local one).
 
     Returns:
         The worker, not yet running.
@@ -349,7 +352,8 @@ def build_worker(
         raise ValueError(f"the graph dependencies were built without the specs of {missing}: "
                          "build them with dossier.runtime.graph_deps(tools=...) or open_graph(tools=...)")
     activities = TurnActivities(deps=deps, tools=tools, workspace=workspace, providers=providers,
-                                agent_endpoints=dict(agent_endpoints or {}), skills=skills or SkillLibrary())
+                                agent_endpoints=dict(agent_endpoints or {}), skills=skills or SkillLibrary(),
+                                windows=windows or ContextWindows())
     return Worker(
         client,
         task_queue=task_queue,
@@ -392,7 +396,8 @@ async def run_worker(settings: Settings) -> None:
         serve_worker_metrics(settings, deps.metrics.registry)
         providers = model_providers(settings)
         worker = build_worker(client, deps, task_queue=settings.temporal_task_queue, tools=tools,
-                              providers=providers, agent_endpoints=agent_endpoints(agents), skills=skills)
+                              providers=providers, agent_endpoints=agent_endpoints(agents), skills=skills,
+                              windows=ContextWindows(local_window=settings.local_model_context))
         # The garbage collection runs as a Temporal Schedule; creating it again is a no-op.
         await ensure_retention_schedule(client, settings.temporal_task_queue)
         stop = asyncio.Event()

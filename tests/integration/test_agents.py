@@ -19,19 +19,20 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from temporalio.testing import ActivityEnvironment, WorkflowEnvironment
 
 from activities.providers.factory import ModelProviders
+from activities.providers.windows import ContextWindows
 from activities.ingest import begin_tool_call
 from activities.tokens import token_counter
 from activities.tools.registry import default_registry
 from activities.turns import TurnActivities
-from contracts import ToolCallInput
+from contracts import AssembleInput, Scope, ToolCallInput
 from dossier.client import DossierClient
 from dossier.runtime import SAMPLE_WORKSPACE, agent_tools, build_worker, graph_deps
 from dossier.settings import Settings
-from policy.enums import RuntimeKind, ToolCallStatus
-from store import conversations
+from policy.enums import MessageRole, RuntimeKind, ToolCallStatus
+from store import assemblies, conversations, messages
 from store import tools as tool_store
 from store.artifacts import ArtifactStore
-from store.writes import NewToolCall
+from store.writes import NewMessage, NewToolCall
 
 pytestmark = pytest.mark.integration
 
@@ -138,3 +139,40 @@ async def test_execute_tool_refuses_a_tool_outside_the_allow_list_without_runnin
         row = await tool_store.get_tool_call(session, account_id, refused.tool_call_id)
     assert row.status is ToolCallStatus.FAILED and row.attempts == 1
     assert "'workspace.read_csv' is not offered to Narrow; offered: workspace.list_files" in (row.last_error or "")
+
+
+async def test_a_participants_budget_follows_its_models_window_unless_its_agent_sets_one(
+    sessions: async_sessionmaker[AsyncSession], artifact_store: ArtifactStore,
+) -> None:
+    deps = graph_deps(sessions, artifact_store, token_counter())
+    async with deps.sessions() as session, session.begin():
+        account_id = await conversations.create_account(session, name="window budgets")
+        conversation = await conversations.create_conversation(session, account_id, title="windows")
+        participants = {
+            name: await conversations.add_participant(session, account_id, conversation.id, name=name,
+                                                      provider=provider, model=model, config=config)
+            for name, provider, model, config in (
+                ("Local", "local", "qwen2.5-coder-1.5b-instruct", {}),
+                ("Hosted", "anthropic", "claude-sonnet-4-5", {}),
+                ("Capped", "anthropic", "claude-sonnet-4-5", {"agent": "capped", "token_budget": 9000}),
+                ("Unknown", "openai", "some-new-model", {}),
+            )}
+        await messages.append_message(session, account_id, conversation.id, NewMessage(
+            branch_id=conversation.root_branch_id, role=MessageRole.USER, content="hello"))
+    activities = TurnActivities(deps=deps, tools=default_registry(), workspace=SAMPLE_WORKSPACE,
+                                providers=ModelProviders(), windows=ContextWindows(local_window=8192))
+    scope = Scope(account_id=account_id, conversation_id=conversation.id, branch_id=conversation.root_branch_id)
+    budgets = {}
+    for name, participant in participants.items():
+        async with deps.sessions() as session, session.begin():
+            run = await messages.start_model_run(session, account_id, conversation.id, conversation.root_branch_id,
+                                                 participant.id, runtime_kind=RuntimeKind.CHAT,
+                                                 provider=participant.provider)
+        assembled = await ActivityEnvironment().run(activities.assemble_context, AssembleInput(
+            scope=scope, participant_id=participant.id, model_run_id=run.id, assembly_id=str(uuid.uuid4()),
+            runtime_kind=RuntimeKind.CHAT, now=datetime.now(UTC)))
+        async with deps.sessions() as session:
+            budgets[name] = (await assemblies.get_context_assembly(session, account_id,
+                                                                   assembled.assembly_id)).record.token_budget
+    # Half the local server's 8k window; half a 200k window capped at 32k; the agent's own; the policy's.
+    assert budgets == {"Local": 4096, "Hosted": 32_768, "Capped": 9000, "Unknown": 8192}
