@@ -22,7 +22,8 @@ The stages of the selection pass, as the docs number them (docs/policy.md), each
 Around them: :mod:`policy.epochs` decides whether a call continues its participant's cached prefix;
 :mod:`policy.selection` holds what the stages share (the pass's :class:`~policy.selection.SelectionContext`,
 items, the decision ledger) and :mod:`policy.plans` the appended part's plan; :mod:`policy.render` and
-:mod:`policy.lines` own the rendered format, :mod:`policy.validate` the provider rules.
+:mod:`policy.lines` own the rendered format (:mod:`policy.views` the bounded view of a large result's
+first read), :mod:`policy.validate` the provider rules.
 Off the assembly path: :mod:`policy.derive` (a result's compact memory, reading it through
 :mod:`policy.payloads`), :mod:`policy.links` (supersession between memories), :mod:`policy.taint` (how strict
 a model's output is), :mod:`policy.retention`, :mod:`policy.recall`, :mod:`policy.explain` (why-not, trace,

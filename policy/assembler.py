@@ -41,7 +41,7 @@ from policy.epochs import (
 from policy.errors import BoundaryMismatchError, UnknownParticipantError
 from policy.gates import admit
 from policy.lines import ShortIds
-from policy.native import plan_events
+from policy.native import READ_MODES, plan_events
 from policy.policy import ContextPolicy
 from policy.records import (
     CandidateSet,
@@ -170,9 +170,10 @@ def _select(ctx: SelectionContext, frame: _Frame) -> Selection:
     for event in plan.events:
         ledger.decide("appended", event.ref, DecisionOutcome.INCLUDED, "after the epoch's boundary, in order")
         for result in event.results:
-            outcome = DecisionOutcome.REHYDRATED if result.mode == "raw" else DecisionOutcome.INCLUDED
+            outcome = DecisionOutcome.REHYDRATED if result.mode in READ_MODES else DecisionOutcome.INCLUDED
+            how = f"view of at most {result.max_bytes} bytes" if result.mode == "view" else result.mode
             ledger.decide("appended", f"tool_call:{result.call.id}", outcome,
-                          f"own result as a native tool message ({result.mode})")
+                          f"own result as a native tool message ({how})")
     items_keys = prefix_parts(ctx.participant, kept, rehydration, raw_denials, candidates, catalog)
     epoch = EpochRecord(
         epoch_id="", started=False, reason="", boundary_seq=frame.boundary_seq,

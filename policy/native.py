@@ -12,6 +12,8 @@ passes the same gates as the prefix does. What a result's tool message holds:
   verified, and untrusted: a tool message is data, never instructions); a
   JSON or Python-literal result as its compact, lossless text
   (:mod:`policy.compact`) when ``native_compact`` and that is shorter;
+* a text result over that cap: a bounded view of about ``native_view_bytes`` (head, tail, the lines
+  that say something failed, and the line ranges of the rest to recall, :mod:`policy.views`);
 * otherwise the result's compact memory line (with why the raw is not shown);
 * the error's headline and final lines for a failed call;
 * the stale marker, once the result is past its freshness (a result never
@@ -55,6 +57,7 @@ from policy.retention import RESULT_REMOVED_TEXT, result_removed
 from policy.tokens import MESSAGE_OVERHEAD_TOKENS, TokenCounter, count_message
 from policy.tools import wire_name
 from policy.transcript import chat_message
+from policy.views import VIEW_HEADER, text_view
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
@@ -170,7 +173,7 @@ def plan_events(
         tokens += sum(MESSAGE_OVERHEAD_TOKENS + counter(note) for note in event.notes)
     rehydration = tuple(
         RehydrationItem(artifact_id=plan.artifact_id, max_bytes=plan.max_bytes, tool_call_id=plan.call.id)
-        for event in events for plan in event.results if plan.mode == "raw" and plan.artifact_id
+        for event in events for plan in event.results if plan.mode in READ_MODES and plan.artifact_id
     )
     pending = tuple(plan.call.id for event in events for plan in event.results if plan.mode == "pending")
     superseding = tuple(plan for event in events for plan in event.results if plan.supersedes)
@@ -289,8 +292,14 @@ def _result(
     line = memory_line(memory, short) if memory else f"{cite(RefKind.ARTIFACT, short(artifact.id))} captured"
     if artifact.privacy not in viewer.route.raw_allowed:
         why = f"raw {artifact.privacy.value} results are not sent on route {viewer.route.name}"
-    elif artifact.result_bytes > policy.native_result_bytes:
-        why = f"over the {policy.native_result_bytes}-byte cap for whole results"
+    elif artifact.result_bytes > (cap := policy.whole_result_bytes(ctx.boundary.token_budget)):
+        why = f"over the {cap}-byte cap for whole results"
+        if whole and policy.native_view_bytes and artifact.result_bytes <= policy.native_view_source_bytes:
+            fallback = SUMMARY_TEXT.format(line=line, size=artifact.result_bytes, why="raw bytes unavailable")
+            tokens = MESSAGE_OVERHEAD_TOKENS + policy.native_view_bytes // 3 + counter(VIEW_HEADER) + 1
+            return ResultPlan(call=call, native_id=native_call_id(call.id), mode="view", text=fallback,
+                              artifact_id=artifact.id, max_bytes=policy.native_view_bytes, tokens=tokens,
+                              supersedes=supersedes, cite=cite(RefKind.ARTIFACT, short(artifact.id)))
     elif not whole:
         why = "the step's whole results would not fit the token budget"
     else:
@@ -301,6 +310,10 @@ def _result(
                           supersedes=supersedes)
     return _plan(call, "summary", SUMMARY_TEXT.format(line=line, size=artifact.result_bytes, why=why), counter,
                  supersedes)
+
+
+READ_MODES = ("raw", "view")
+"""Result modes whose tool message is made from the artifact's bytes (read and hash-verified first)."""
 
 
 def _plan(call: ToolCallRecord, mode: str, text: str, counter: TokenCounter,
@@ -328,8 +341,11 @@ def render_events(
         out.append(event.message)
         for result in event.results:
             text = result.text
-            if result.mode == "raw" and result.artifact_id is not None:
-                if result.artifact_id in raw_payloads:
+            if result.mode in READ_MODES and result.artifact_id is not None:
+                if result.artifact_id in raw_payloads and result.mode == "view":
+                    text = decode_payload(raw_payloads[result.artifact_id])
+                    text = text_view((compact and compact_text(text)) or text, result.max_bytes, result.cite)
+                elif result.artifact_id in raw_payloads:
                     text = bounded(decode_payload(raw_payloads[result.artifact_id]), result.max_bytes)
                     text = (compact and compact_text(text)) or text
                 elif result.artifact_id in unavailable:

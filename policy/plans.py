@@ -20,7 +20,8 @@ class ResultPlan:
     call: ToolCallRecord
     native_id: str
     mode: str
-    """``raw``, ``same`` (identical to a result shown above), ``summary``, ``error``, ``stale``, ``pending``,
+    """``raw``, ``view`` (a bounded view of a large text result, :mod:`policy.views`), ``same`` (identical to a
+    result shown above), ``summary``, ``error``, ``stale``, ``pending``,
     ``removed`` (deleted by retention) or ``withheld``."""
     text: str
     """The tool message's text (for ``raw``: the fallback if the bytes cannot be read)."""
@@ -32,6 +33,8 @@ class ResultPlan:
     """Prefix memories this result's memory supersedes."""
     same_as: str | None = None
     """For ``same``: the call whose tool message above shows the identical bytes."""
+    cite: str = ""
+    """For ``view``: the artifact's citation, which the view names for recall."""
 
 
 @dataclass(frozen=True)

@@ -126,8 +126,15 @@ class ContextPolicy(Record):
     rehydration_total_bytes: int = 12288
     native_result_bytes: int = 6144
     """The participant's own tool results after the epoch's boundary reach it as native tool
-    messages: the raw result when it is at most this big and its route may carry its raw
-    bytes, else the result's compact memory."""
+    messages: the raw result when it is at most this big (at the default budget; in proportion
+    above it, :meth:`whole_result_bytes`) and its route may carry its raw bytes, else a view or
+    the result's compact memory."""
+    native_view_bytes: int = Field(default=4096, ge=0)
+    """A text result over ``native_result_bytes`` is first read as a view of about this many bytes (its
+    head, tail and the lines that say something failed, with the line ranges of the rest to recall:
+    ``policy/views.py``) instead of its summary line; 0 sends the summary."""
+    native_view_source_bytes: int = Field(default=1 << 20, ge=0)
+    """Results larger than this get their summary, not a view (a view reads the whole artifact)."""
     native_compact: bool = True
     """A structured (JSON, Python-literal) result shown whole is sent as its compact, lossless text
     (``policy.compact``: the same values, tables for lists of records) when that saves 10% or more."""
@@ -147,6 +154,13 @@ class ContextPolicy(Record):
     epoch_staleness: str = Field(default="restart", pattern="^(restart|note)$")
     """When a memory in the prefix goes stale during an epoch: ``restart`` (the new prefix shows its
     stale marker), or ``note`` it after the events so far (the prefix keeps the line it started with)."""
+
+    def whole_result_bytes(self, token_budget: int | None) -> int:
+        """The largest result sent whole: ``native_result_bytes`` at the default budget, growing with a
+        larger one (a 32k-token context holds a 24 KiB file view whole), never below it."""
+        if token_budget is None or token_budget <= self.default_token_budget:
+            return self.native_result_bytes
+        return self.native_result_bytes * token_budget // self.default_token_budget
 
     def window_for(self, runtime_kind: RuntimeKind) -> int:
         """The transcript window for a runtime mode."""

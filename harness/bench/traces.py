@@ -240,6 +240,10 @@ def compact_figures(traces: Sequence[dict[str, Any]], counter) -> dict[str, dict
 
 NO_EPOCHS = "dossier-no-epochs"
 """The ablation: Dossier's policy with every call starting a new epoch (assembled afresh, as before epochs)."""
+WIDE_BUDGET = 32_768
+WIDE = "dossier@32k"
+"""Dossier's policy at a 32,768-token budget: what a model with a large window gets by default
+(activities/providers/windows.py) next to the policy's 8,192."""
 
 
 def _dossier_reason(result, importer: _Import, trace: dict[str, Any], ref) -> str:
@@ -352,6 +356,8 @@ async def run_trace(deps: GraphDeps, account_id: str, trace: dict[str, Any], pee
             payloads: dict[str, bytes] = {}
             variants.append((NO_EPOCHS, await _reassemble(deps, boundary, assembled.candidates, None, payloads,
                                                           previous[NO_EPOCHS], no_epochs)))
+            variants.append((WIDE, await _reassemble(deps, boundary, assembled.candidates, WIDE_BUDGET, payloads,
+                                                     previous[WIDE])))
             for name, budget in peer_tokens.items():
                 variants.append((f"dossier@{name}", await _reassemble(
                     deps, boundary, assembled.candidates, budget, payloads, previous[f"dossier@{name}"])))
@@ -412,6 +418,9 @@ async def run_traces_with(
                              "provider_route": PROVIDER_ROUTE,
                              "tool_specs": "ToolCatalog default for every tool (none declared), privacy declared user",
                              "compact_results": compact_figures(traces, deps.counter)}
+    parameters[WIDE] = {"policy": deps.policy.version, "token_budget": WIDE_BUDGET,
+                        "assembly": "select_context + render_context on the default assembly's candidate snapshot "
+                                    "(not persisted), in its own epoch"}
     parameters[NO_EPOCHS] = {"policy": f"{deps.policy.version} with epochs=false",
                              "assembly": "every call starts a new epoch: assembled afresh from the graph"}
     for p in peers:

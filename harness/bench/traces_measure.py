@@ -34,6 +34,7 @@ COMMAND_KEYS = frozenset({"command", "cmd"})
 """Argument keys whose string value is a shell command: its words are the candidates, not the whole string."""
 _SHELL_OPERATORS = frozenset({"|", "||", "&", "&&", ";", ";;", "<", ">", ">>", "<<", "<<<", "(", ")", "2>", "2>&1"})
 _WORD_TRIM = "'\"`,;:()[]{}"
+_VALUE_LIKE = re.compile(r"\d|.[_/.:]|_|.[A-Z]")
 
 
 def command_tokens(command: str) -> list[str]:
@@ -47,7 +48,11 @@ def command_tokens(command: str) -> list[str]:
     2. drop the operators and the options (words starting with ``-``), but keep the value of
        ``--name=value``;
     3. split each word on ``,`` (``sed -n 120,140p`` gives ``120`` and ``140p``) and on newlines, trim
-       quotes, brackets and trailing punctuation.
+       quotes, brackets and trailing punctuation;
+    4. keep a word only when it looks like a value rather than prose or a command name: it holds a digit,
+       ``_``, ``/``, ``.`` or ``:`` between other characters, or a capital after its first character
+       (``astropy/io/fits/card.py``, ``test_card.py::test_long``, ``1210``, ``_format_value``, ``isNaN``);
+       ``grep``, ``else`` and ``Column`` are not counted.
 
     What survives, at least 3 characters long, goes through the same occurrence rules as any other value
     (an occurrence in a system or user message makes it no reference at all).
@@ -68,7 +73,7 @@ def command_tokens(command: str) -> list[str]:
             word = word.split("=", 1)[1]
         for part in re.split(r"[,\n]", word):
             part = part.strip().strip(_WORD_TRIM).rstrip(".")
-            if part:
+            if part and _VALUE_LIKE.search(part):
                 out.append(part)
     return out
 

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from harness.bench.traces_report import TracesReport
 
 MAIN = ("full_replay", "langchain_trim", "langchain_clear_tool_uses", "openai_tool_output_trimmer",
-        "anthropic_clear_tool_uses@budget", "dossier")
+        "anthropic_clear_tool_uses@budget", "dossier", "dossier@32k")
 MIN_AT_INDEX = 10
 """A per-call-index point is drawn where at least this many trajectories reach the index."""
 

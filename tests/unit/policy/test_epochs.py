@@ -43,6 +43,7 @@ from policy.records import (
 from policy.tokens import TokenCounter
 from policy.validate import InvalidContextError, provider_problems
 from policy_builders import (
+    BIG_BUDGET,
     FORK_SEQ,
     NOW,
     ROOT,
@@ -498,11 +499,33 @@ def test_a_new_epoch_whose_unread_results_do_not_fit_shows_their_summaries(timel
 
 
 def test_a_result_over_the_byte_cap_is_its_summary(timeline):
-    timeline.policy = DEFAULT_POLICY.model_copy(update={"native_result_bytes": 10})
+    timeline.policy = DEFAULT_POLICY.model_copy(update={"native_result_bytes": 10, "native_view_bytes": 0,
+                                                        "default_token_budget": BIG_BUDGET})
     *_, third = a_tool_loop(timeline)
     result = appended(third)[1].content
     assert result.startswith(f"{timeline.cite('m', 'mem-tc22-0')} get_reservation(n=22) → value=")
     assert result.endswith("bytes in the runtime graph; over the 10-byte cap for whole results)")
+
+
+def test_a_large_text_result_is_first_read_as_a_view_with_the_failing_lines_and_the_ranges_to_recall(timeline):
+    timeline.policy = DEFAULT_POLICY.model_copy(update={"native_result_bytes": 1000, "native_view_bytes": 600,
+                                                        "default_token_budget": BIG_BUDGET})
+    log = [f"tests/test_mod.py::test_case_{i} PASSED" for i in range(300)]
+    log[170] = "tests/test_mod.py::test_case_170 FAILED"
+    log[171] = "E       AssertionError: expected 42, got 41"
+    timeline.user("run the tests")
+    timeline.call()
+    [step] = timeline.step("shell.run")
+    timeline.result(step, "\n".join(log).encode())
+    after = timeline.call()
+    view = appended(after)[-1].content
+    assert view.startswith("[view of a ") and "300 lines" in view
+    assert log[0] in view and log[-1] in view, "the head and the tail"
+    assert log[170] in view and log[171] in view, "the lines that say what failed"
+    assert "[lines " in view and " not shown]" in view and '"kind": "lines"' in view
+    assert len(view.encode()) < 1000
+    [decision] = [d for d in after.decisions if d.subject_ref == f"tool_call:{step.id}"]
+    assert decision.reason == "own result as a native tool message (view of at most 600 bytes)"
 
 
 def test_a_route_that_may_not_carry_raw_bytes_gets_the_summary_or_nothing(timeline):

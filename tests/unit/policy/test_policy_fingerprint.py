@@ -97,6 +97,8 @@ CHANGES = [
     ("own_step_text_chars", {"own_step_text_chars": None}),
     ("epoch_supersession", {"epoch_supersession": "note"}),
     ("epoch_staleness", {"epoch_staleness": "note"}),
+    ("native_view_bytes", {"native_view_bytes": 0}),
+    ("native_view_source_bytes", {"native_view_source_bytes": 1024}),
 ]
 
 
@@ -116,10 +118,7 @@ def test_policy_is_frozen():
         DEFAULT_POLICY.message_window = 9  # type: ignore[misc]
 
 
-def test_version_5_is_version_4_plus_the_anthropic_route():
-    # Version 5 only added the `anthropic` route to version 4 (a8c3d66287ce); version 6 keeps the knobs
-    # of 5 and changes what one means (max_message_chars no longer cuts a user's message).
-    without = tuple(route for route in DEFAULT_POLICY.routes if route.name != "anthropic")
-    assert len(without) == len(DEFAULT_POLICY.routes) - 1
-    version_4 = DEFAULT_POLICY.model_copy(update={"version": "dossier-default/4", "routes": without})
-    assert version_4.fingerprint.startswith("a8c3d66287ce")
+def test_the_whole_result_cap_grows_with_a_larger_budget_and_never_shrinks():
+    assert DEFAULT_POLICY.whole_result_bytes(None) == DEFAULT_POLICY.native_result_bytes == 6144
+    assert DEFAULT_POLICY.whole_result_bytes(4096) == 6144
+    assert DEFAULT_POLICY.whole_result_bytes(32_768) == 24_576
