@@ -16,7 +16,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from policy.enums import PrivacyClass, PromotionPolicy, ToolCallStatus, VisibilityScope, at_least
-from policy.records import ArtifactRecord, ToolCallRecord
+from policy.records import ArtifactRecord, ToolCallRecord, bounded_key
 from policy.retention import KEEP, RetentionRule
 from store._sql import allocate_seq, get_row, insert_once, new_id, translate_errors, utcnow
 from store.convert import to_artifact, to_tool_call
@@ -32,7 +32,7 @@ INLINE_PAYLOAD_MAX = 64 * 1024
 async def _tool_call_row(session: AsyncSession, account_id: str, call_id: str) -> ToolCall | None:
     return await session.scalar(
         select(ToolCall)
-        .where(ToolCall.account_id == account_id, ToolCall.call_id == call_id)
+        .where(ToolCall.account_id == account_id, ToolCall.call_id == bounded_key(call_id))
         .execution_options(populate_existing=True)
     )
 
@@ -51,6 +51,8 @@ async def record_tool_call(
     Raises:
         NotFoundError: unknown conversation, branch, participant or run.
     """
+    # The provider's id is only the idempotency key (native messages name our row id): a long one, which
+    # would not fit the unique index, is kept as its head and digest (NewToolCall.row).
     existing = await _tool_call_row(session, account_id, call.call_id)
     if existing is not None:
         return to_tool_call(existing)

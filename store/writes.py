@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from policy.enums import MessageRole, PrivacyClass, RuntimeKind, ToolCallStatus, VisibilityScope
-from policy.records import ToolCallRequest
+from policy.records import ToolCallRequest, bounded_key
 from policy.tools import default_visibility
 from store._sql import new_id, utcnow
 
@@ -93,7 +93,7 @@ class NewToolCall:
             "updated_seq": seq,
             "model_run_id": self.model_run_id,
             "participant_id": self.participant_id,
-            "call_id": self.call_id,
+            "call_id": bounded_key(self.call_id),  # the unique index holds at most 2,704 bytes
             "name": self.name,
             "arguments": dict(self.arguments),
             "status": status.value,

@@ -134,3 +134,21 @@ async def test_any_arguments_and_result_are_captured_and_derived(
     assert call.status == ToolCallStatus.SUCCEEDED
     assert raw == result, "the artifact keeps the exact bytes"
     assert len(memory.subject_key.encode()) <= 512
+
+
+async def test_a_provider_call_id_of_any_length_is_stored_and_stays_idempotent(graph_deps: GraphDeps) -> None:
+    """The provider's call id is the idempotency key (unique per account): a server may send any string."""
+    deps = replace(graph_deps, catalog=CATALOG)
+    account, conv, branch, coder = await _conversation(deps, "long call ids")
+    long_id = "call_" + "".join(hashlib.sha512(str(i).encode()).hexdigest() for i in range(40))  # 5 KB
+    other_id = long_id[:-1] + "0"
+
+    async def begin(call_id: str) -> str:
+        return (await begin_tool_call(deps, account, conv, NewToolCall(
+            branch_id=branch, participant_id=coder, call_id=call_id, name="shell.run",
+            arguments={"command": "ls"}, runtime_kind=RuntimeKind.CHAT, at=T0))).id
+
+    first, again, other = await begin(long_id), await begin(long_id), await begin(other_id)
+    assert first == again != other, "a repeated id returns the stored call; a different one is a new call"
+    async with deps.sessions() as session:
+        assert (await tools.get_tool_call_by_call_id(session, account, long_id)).id == first
