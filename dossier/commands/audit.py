@@ -126,8 +126,14 @@ def _show_explanation(result: Any, *, brief: bool = False) -> None:
     _print(f"tokens        {result.assembled_tokens} of budget {result.token_budget} "
            f"(full replay would be {result.legacy_tokens})")
     if result.epoch:
-        state = epoch_state(bool(result.epoch.get("started")), str(result.epoch.get("reason", "")))
-        _print(f"epoch         {result.epoch.get('epoch_id', '')} {state}")
+        started = bool(result.epoch.get("started"))
+        state = epoch_state(started, str(result.epoch.get("reason", "")))
+        appended = int(result.epoch.get("appended_tokens") or 0)
+        # What a restart costs: the new prefix is written to the provider's cache once (1.25x input at
+        # Anthropic's prices); a continued call reads it at 0.1x and pays only for what it appends.
+        cost = (f"  (new prefix ~{max(0, result.assembled_tokens - appended)} tokens to cache)" if started
+                else f"  (~{appended} tokens appended since the epoch began)")
+        _print(f"epoch         {result.epoch.get('epoch_id', '')} {state}{cost}")
     if brief:
         _print(f"context       {len(result.messages)} messages as sent (`dossier explain` prints them)")
     else:

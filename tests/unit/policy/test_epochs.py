@@ -215,8 +215,10 @@ def test_explain_says_an_epochs_state_once(timeline, capsys):
                    for d in result.decisions if d.kind == "epoch"]), brief=True)
     printed = capsys.readouterr().out.splitlines()
     epochs = [line for line in printed if line.startswith("epoch ")]
-    assert [line.split(maxsplit=2)[2] for line in epochs] == [
+    assert [line.split(maxsplit=2)[2].split("  (")[0] for line in epochs] == [
         "started: first call of the participant on this branch", "continued"]
+    assert "(new prefix ~" in epochs[0] and "tokens to cache)" in epochs[0], "what the restart cost"
+    assert "tokens appended since the epoch began)" in epochs[1]
     assert not [line for line in printed if line.startswith("note: epoch:")]  # said once, on the epoch line
 
 
