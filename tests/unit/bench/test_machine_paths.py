@@ -9,7 +9,7 @@ from pathlib import Path
 from harness.bench.machine import repo_relative
 
 REPO = Path(__file__).resolve().parents[3]
-ABSOLUTE = re.compile(r"(^|[^A-Za-z0-9_.])/(work|tmp|root|home)/[A-Za-z0-9_.-]+/")
+ABSOLUTE = re.compile(r"(^|[^A-Za-z0-9_.])/(work|tmp|root|home)/[A-Za-z0-9_.-]+(/|\s|$)")
 
 
 def test_a_path_beside_or_inside_the_repository_is_named_relative_to_it() -> None:
