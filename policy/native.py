@@ -57,7 +57,7 @@ from policy.retention import RESULT_REMOVED_TEXT, result_removed
 from policy.tokens import MESSAGE_OVERHEAD_TOKENS, TokenCounter, count_message
 from policy.tools import wire_name
 from policy.transcript import chat_message
-from policy.views import VIEW_HEADER, text_view
+from policy.views import VIEW_HEADER, text_view, viewable
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
@@ -294,7 +294,8 @@ def _result(
         why = f"raw {artifact.privacy.value} results are not sent on route {viewer.route.name}"
     elif artifact.result_bytes > (cap := policy.whole_result_bytes(ctx.boundary.token_budget)):
         why = f"over the {cap}-byte cap for whole results"
-        if whole and policy.native_view_bytes and artifact.result_bytes <= policy.native_view_source_bytes:
+        if (whole and policy.native_view_bytes and artifact.result_bytes <= policy.native_view_source_bytes
+                and viewable(artifact.content_type)):
             fallback = SUMMARY_TEXT.format(line=line, size=artifact.result_bytes, why="raw bytes unavailable")
             tokens = MESSAGE_OVERHEAD_TOKENS + policy.native_view_bytes // 3 + counter(VIEW_HEADER) + 1
             return ResultPlan(call=call, native_id=native_call_id(call.id), mode="view", text=fallback,

@@ -25,6 +25,13 @@ MATTERS = re.compile(
 VIEW_HEADER = ("[view of a {size:,}-byte result, {lines:,} lines: {shown}; the full result is {ref}, "
                'recall it with a locator {{"kind": "lines", "start": N, "end": M}} for any other lines]')
 GAP_LINE = "[lines {start:,}-{end:,} not shown]"
+_TEXT_TYPES = ("json", "xml", "yaml", "csv", "javascript", "x-sh", "x-python")
+
+
+def viewable(content_type: str) -> bool:
+    """Whether a result of this content type reads as lines (a view of an image or an archive is noise)."""
+    kind = content_type.split(";", 1)[0].strip().lower()
+    return not kind or kind.startswith("text/") or any(name in kind for name in _TEXT_TYPES)
 
 
 def text_view(text: str, max_bytes: int, ref: str) -> str:
@@ -86,4 +93,4 @@ def _span(start: int, end: int) -> str:
     return f"{start:,}" if start == end else f"{start:,}-{end:,}"
 
 
-__all__ = ["GAP_LINE", "MATTERS", "VIEW_HEADER", "text_view"]
+__all__ = ["GAP_LINE", "MATTERS", "VIEW_HEADER", "text_view", "viewable"]

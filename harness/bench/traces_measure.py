@@ -34,7 +34,7 @@ COMMAND_KEYS = frozenset({"command", "cmd"})
 """Argument keys whose string value is a shell command: its words are the candidates, not the whole string."""
 _SHELL_OPERATORS = frozenset({"|", "||", "&", "&&", ";", ";;", "<", ">", ">>", "<<", "<<<", "(", ")", "2>", "2>&1"})
 _WORD_TRIM = "'\"`,;:()[]{}"
-_VALUE_LIKE = re.compile(r"\d|.[_/.:]|_|.[A-Z]")
+_VALUE_LIKE = re.compile(r"\d|_|.[/.:]|.[A-Z]")
 
 
 def command_tokens(command: str) -> list[str]:

@@ -108,15 +108,16 @@ class Timeline:
     def result(self, call: ToolCallRecord, raw: bytes | None = None, *, status: str = "succeeded",
                summary: str | None = None, freshness: FreshnessClass = FreshnessClass.DURABLE,
                privacy: PrivacyClass = PrivacyClass.USER, supersedes: ToolMemoryRecord | None = None,
-               subject: str | None = None) -> ToolMemoryRecord:
+               subject: str | None = None, content_type: str = "application/json") -> ToolMemoryRecord:
         """The call's result: its artifact (bytes in ``raw``) and its memory."""
         raw = raw if raw is not None else json.dumps({"call": call.id, "value": self.seq}).encode()
         finished = call.model_copy(update={
             "status": ToolCallStatus(status), "attempts": 1,
-            "last_error": raw.decode() if status == "failed" else None})
+            "last_error": raw.decode(errors="replace") if status == "failed" else None})
         self.calls = [finished if c.id == call.id else c for c in self.calls]
         art = artifact(f"art-{call.id}", self.next(), raw, call=finished, owner=call.participant_id,
-                       privacy=privacy, result_tokens=self.counter(raw.decode()))
+                       privacy=privacy, result_tokens=self.counter(raw.decode(errors="replace")),
+                       content_type=content_type)
         self.artifacts.append(art)
         self.raw[art.id] = raw
         found = memory(f"mem-{call.id}", self.next(), sources=[art.id], owner=call.participant_id,
@@ -528,6 +529,17 @@ def test_a_large_text_result_is_first_read_as_a_view_with_the_failing_lines_and_
     assert len(view.encode()) < 1000
     [decision] = [d for d in after.decisions if d.subject_ref == f"tool_call:{step.id}"]
     assert decision.reason == "own result as a native tool message (view of at most 600 bytes)"
+
+
+def test_a_large_binary_result_gets_its_summary_not_a_view(timeline):
+    timeline.policy = DEFAULT_POLICY.model_copy(update={"native_result_bytes": 1000, "native_view_bytes": 600,
+                                                        "default_token_budget": BIG_BUDGET})
+    timeline.user("draw it")
+    timeline.call()
+    [step] = timeline.step("chart.render")
+    timeline.result(step, bytes(range(256)) * 20, content_type="image/png")
+    shown = appended(timeline.call())[-1].content
+    assert not shown.startswith("[view of a ") and "over the 1000-byte cap for whole results" in shown
 
 
 def test_a_route_that_may_not_carry_raw_bytes_gets_the_summary_or_nothing(timeline):
