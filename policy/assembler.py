@@ -215,6 +215,7 @@ def short_ids_for(candidates: CandidateSet) -> ShortIds:
         candidates.tool_memories,
         candidates.skill_states,
         candidates.checkpoints,
+        candidates.messages,
     ):
         ids += [record.id for record in group]
     return ShortIds(ids)

@@ -73,6 +73,7 @@ class RefKind(StrEnum):
     CHECKPOINT = "c"
     SKILL = "s"
     ARTIFACT = "a"
+    MESSAGE = "msg"
 
 
 def ref(kind: RefKind, short_id: str) -> str:
@@ -89,6 +90,7 @@ BULLET = "- "
 """Starts each item of a section; a following line without it continues the item."""
 
 SECTION_TITLES: dict[str, str] = {
+    "earlier": "Earlier conversation (not shown verbatim; recall a msg: id for a message's exact text):",
     "recovery": "Open tool calls (unresolved; do not assume success):",
     "planning": "Continuation state:",
     "memory": "Tool results (compact; ids cite the runtime graph):",
@@ -185,7 +187,7 @@ def _escape(code: int) -> str:
 
 _JSON_LOOKALIKE = re.compile(
     r"\[(?=\s*(?:" + "|".join(kind.value for kind in RefKind) + r")\s*:)"
-    r"|(?<=[" + "".join(kind.value for kind in RefKind) + r"]):(?=[0-9a-fA-F]{6})", re.IGNORECASE)
+    r"|(?:" + "|".join(f"(?<={kind.value})" for kind in RefKind) + r"):(?=[0-9a-fA-F]{6})", re.IGNORECASE)
 """Inside JSON text every look-alike is in a string, where ``\\u005b``/``\\u003a`` spell the same value."""
 
 

@@ -81,7 +81,7 @@ DEFAULT_FRESHNESS_TTL: dict[FreshnessClass, timedelta | None] = {
 class ContextPolicy(Record):
     """Every knob of context assembly; frozen, hashed, versioned."""
 
-    version: str = "dossier-default/6"
+    version: str = "dossier-default/7"
     """Human name of the rule set; bump it whenever a default changes."""
     routes: tuple[ProviderRoute, ...] = DEFAULT_ROUTES
     default_token_budget: int = 8192
@@ -104,6 +104,10 @@ class ContextPolicy(Record):
     branch exists to answer it differently."""
     keep_older_user_messages: bool = False
     """Older user messages compete for the budget instead of being dropped."""
+    transcript_summary_chars: int = Field(default=1200, ge=0)
+    """Messages that fall out of the window are carried as one summary record (their span, a line per
+    message with its id, newest first up to this many characters, and how many were not listed), never
+    as silence; each stays recallable by its id. 0: they are only counted, as before version 7."""
     max_message_chars: int = 4000
     """Longer model-written transcript messages are cut, with a marker, in the context; a user's message
     never is (when one alone is over the budget, its decision says so)."""

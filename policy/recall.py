@@ -2,18 +2,22 @@
 
 The ``recall`` tool (``activities/tools/runtime.py``) lets a model name a tool
 memory, an artifact or the tool call that produced it (``m:3f2a91c0``,
-``a:3f2a91c0``, ``t:3f2a91c0``, ``call_<id>`` as native transcripts show it, or a full id) and
-optionally a locator: CSV data rows, text lines or an RFC 6901 JSON pointer.
+``a:3f2a91c0``, ``t:3f2a91c0``, ``call_<id>`` as native transcripts show it, or a full id),
+or a transcript message the summary of earlier messages lists (``msg:3f2a91c0``), and
+optionally a locator: CSV data rows, text lines or an RFC 6901 JSON pointer (a message
+takes ``whole`` or ``lines``).
 This module decides, without I/O, whether those bytes may be served, through
 the same gates rehydration uses (:mod:`policy.rehydration`, :mod:`policy.gates`):
 
-1. **Resolution**: the id must name one memory or artifact of the viewer's
+1. **Resolution**: the id must name one memory, artifact or message of the viewer's
    candidate set. An id that names nothing, names several records, or names a
    record the viewer may not see (another branch, another participant's private
    record, a record whose privacy class the route may not receive at all) gets
    the *same* answer, :data:`NOT_FOUND_ANSWER`, so recall never tells a model
    that a record it cannot see exists.
-2. **Raw route**: the artifact's class must be one the route may receive raw.
+2. **Raw route**: the artifact's class must be one the route may receive raw (a
+   message passes the gates a transcript message passes: it is shown verbatim when
+   it is in the window).
 3. **Byte budget**: at most ``policy.rehydration_item_bytes`` per recall and
    ``policy.rehydration_total_bytes`` per model run (what earlier recalls of the
    run served counts). Over budget is denied, never truncated: the model can
@@ -44,6 +48,7 @@ from policy.records import (
     ArtifactRecord,
     CandidateSet,
     Locator,
+    MessageRecord,
     PolicyDecisionRecord,
     Record,
     ToolMemoryRecord,
@@ -51,13 +56,15 @@ from policy.records import (
 )
 from policy.rehydration import RAW_HASH_MISMATCH_TEXT, RAW_MISSING_TEXT, describe
 
-NOT_FOUND_ANSWER = "no memory or artifact with that id is visible to you"
+NOT_FOUND_ANSWER = "no memory, artifact or message with that id is visible to you"
 """The one answer for an id that is unknown, ambiguous or not visible: it leaks nothing about existence."""
 
 LOCATOR_KINDS = ("whole", "rows", "lines", "json_pointer")
 """The locator kinds a recall may ask for (:class:`policy.records.Locator`)."""
 
-_ID_PREFIXES = (("m:", "m"), ("a:", "a"), ("t:", "t"), ("call_", "t"))
+_ID_PREFIXES = (("msg:", "msg"), ("m:", "m"), ("a:", "a"), ("t:", "t"), ("call_", "t"))
+MESSAGE_LOCATOR_KINDS = ("whole", "lines")
+"""The locator kinds a message recall may ask for: a message is text."""
 _MIN_PREFIX = 8
 
 
@@ -72,9 +79,11 @@ class RecallDecision(Record):
     allowed: bool
     """Whether the bytes may be served."""
     artifact_id: str | None = None
-    """The artifact the id resolved to (``None`` when it resolved to nothing visible)."""
+    """The artifact the id resolved to (``None`` when it resolved to nothing visible, or to a message)."""
+    message_id: str | None = None
+    """The transcript message the id resolved to, when it named one the viewer may see."""
     locator: Locator | None = None
-    """The slice to serve (``None``: the whole artifact)."""
+    """The slice to serve (``None``: the whole record). A message's locator carries the message id."""
     max_bytes: int = 0
     """The most bytes this recall may serve."""
     answer: str = ""
@@ -120,23 +129,31 @@ def parse_locator(artifact_id: str, raw: Mapping[str, Any] | None) -> Locator | 
     return Locator(artifact_id=artifact_id, kind=kind, start=start, end=end)
 
 
-def resolve(ref: str, candidates: CandidateSet) -> ToolMemoryRecord | ArtifactRecord | None:
-    """The one memory or artifact of ``candidates`` that ``ref`` names, or ``None``.
+Resolved = ToolMemoryRecord | ArtifactRecord | MessageRecord
+"""What a recall id can name."""
+
+
+def resolve(ref: str, candidates: CandidateSet) -> Resolved | None:
+    """The one memory, artifact or message of ``candidates`` that ``ref`` names, or ``None``.
 
     ``ref`` is an id as contexts render it: a memory (``m:<prefix>``), an artifact
     (``a:<prefix>``), a tool call (``t:<prefix>``, or ``call_<id>`` as a native
-    transcript names it; the call's result artifact is meant), optionally in brackets,
-    or a full id of any of them. A prefix has at least 8 characters of the id without
-    dashes; a prefix two records share resolves to ``None``.
+    transcript names it; the call's result artifact is meant), a transcript message
+    (``msg:<prefix>``), optionally in brackets, or a full id of any of them (a message
+    only by its full id or its ``msg:`` prefix). A prefix has at least 8 characters of the
+    id without dashes; a prefix two records share resolves to ``None``.
     """
     text = ref.strip().strip("[]").strip()
     kinds: tuple[str, ...] = ("m", "a", "t")
+    prefixed = False
     for prefix, kind in _ID_PREFIXES:
         if text.startswith(prefix):
-            kinds, text = (kind,), text[len(prefix):]
+            kinds, text, prefixed = (kind,), text[len(prefix):], True
             break
     # (record, the id it is named by): a tool call names its result artifact.
-    pool: list[tuple[ToolMemoryRecord | ArtifactRecord, str]] = []
+    pool: list[tuple[Resolved, str]] = []
+    if "msg" in kinds:
+        pool += [(message, message.id) for message in candidates.messages]
     if "m" in kinds:
         pool += [(memory, memory.id) for memory in candidates.tool_memories]
     if "a" in kinds:
@@ -144,6 +161,8 @@ def resolve(ref: str, candidates: CandidateSet) -> ToolMemoryRecord | ArtifactRe
     if "t" in kinds:
         pool += [(artifact, artifact.tool_call_id) for artifact in candidates.artifacts]
     exact = {record.id: record for record, name in pool if name == text}
+    if not exact and not prefixed:  # a bare full id may name a message too
+        exact = {message.id: message for message in candidates.messages if message.id == text}
     if len(exact) == 1:
         return next(iter(exact.values()))
     plain = text.replace("-", "").lower()
@@ -180,8 +199,10 @@ def plan_recall(
     subject = bounded_key(f"recall:{ref}")  # the model wrote the ref: any length
     record = resolve(ref, candidates)
     if record is None:
-        return _denied(policy, subject, "no memory or artifact of the candidate set has this id",
+        return _denied(policy, subject, "no memory, artifact or message of the candidate set has this id",
                        OmissionReason.NOT_VISIBLE)
+    if isinstance(record, MessageRecord):
+        return _plan_message(policy, viewer, record, locator, spent_bytes)
     artifacts = {artifact.id: artifact for artifact in candidates.artifacts}
     if isinstance(record, ToolMemoryRecord):
         denial = admit(record, record.privacy, viewer)
@@ -221,6 +242,35 @@ def plan_recall(
     )
 
 
+def _plan_message(policy: ContextPolicy, viewer: Viewer, message: MessageRecord,
+                  locator: Mapping[str, Any] | None, spent_bytes: int) -> RecallDecision:
+    """A message recall: the transcript's gates, ``whole`` or ``lines``, and the same byte budget."""
+    subject = f"message:{message.id}"
+    denial = admit(message, message.privacy, viewer)
+    if denial:  # another branch, another participant's private message, a class the route may not see
+        return _denied(policy, subject, denial.detail, denial.reason)
+    if locator is not None and locator.get("kind", "whole") not in MESSAGE_LOCATOR_KINDS:
+        raise RecallLocatorError(f"a message is text: use a locator of kind {' or '.join(MESSAGE_LOCATOR_KINDS)}, "
+                                 f"not {locator.get('kind')!r}")
+    parsed = parse_locator(message.id, locator)
+    cap = min(policy.rehydration_item_bytes, policy.rehydration_total_bytes - spent_bytes)
+    size = len(message.content.encode("utf-8"))
+    if cap <= 0:
+        return _denied(policy, subject, f"recall byte budget of the run spent ({spent_bytes} bytes served)",
+                       OmissionReason.RAW_BYTE_BUDGET, locator=parsed,
+                       answer="the raw evidence budget of this model call is spent; answer with what you have")
+    if parsed is None and size > cap:
+        return _denied(policy, subject, f"whole message is {size} bytes, over the {cap}-byte cap",
+                       OmissionReason.RAW_BYTE_BUDGET, locator=parsed,
+                       answer=(f"the message is {size} bytes, over the {cap} bytes you may receive; "
+                               "ask for a narrower slice with a lines locator"))
+    return RecallDecision(
+        allowed=True, message_id=message.id, locator=parsed, max_bytes=cap,
+        decision=_decision(policy, subject, DecisionOutcome.REHYDRATED,
+                           f"recall of a transcript message ({describe(parsed)}), up to {cap} bytes"),
+    )
+
+
 def settle_recall(policy: ContextPolicy, planned: RecallDecision, served: str) -> RecallDecision:
     """The final decision once the planned slice is read: denied when it is over the planned byte cap.
 
@@ -235,18 +285,26 @@ def settle_recall(policy: ContextPolicy, planned: RecallDecision, served: str) -
     Raises:
         ValueError: ``planned`` was a denial (a caller bug: nothing is read for a denied recall).
     """
-    if not planned.allowed or planned.artifact_id is None:
+    if not planned.allowed or (planned.artifact_id is None and planned.message_id is None):
         raise ValueError("only an allowed recall is settled")
     size = len(served.encode("utf-8"))
     if size > planned.max_bytes:
-        return _over_budget(policy, planned.artifact_id, planned.locator, size, planned.max_bytes)
+        if planned.message_id is not None:
+            return _denied(policy, f"message:{planned.message_id}",
+                           f"{describe(planned.locator)} is {size} bytes, over the {planned.max_bytes}-byte cap",
+                           OmissionReason.RAW_BYTE_BUDGET, locator=planned.locator,
+                           answer=(f"the evidence asked for is {size} bytes, over the {planned.max_bytes} bytes "
+                                   "you may receive; ask for fewer lines"))
+        return _over_budget(policy, planned.artifact_id or "", planned.locator, size, planned.max_bytes)
     reason = f"recall of exact evidence ({describe(planned.locator)}): {size} of at most {planned.max_bytes} bytes"
     return planned.model_copy(update={"decision": planned.decision.model_copy(update={"reason": reason})})
 
 
 def refuse_locator(policy: ContextPolicy, planned: RecallDecision, error: str) -> RecallDecision:
     """The decision for an allowed recall whose locator does not fit the payload (rows past the end ...)."""
-    return _denied(policy, f"artifact:{planned.artifact_id}", f"locator does not fit: {error}", None,
+    subject = (f"message:{planned.message_id}" if planned.message_id is not None
+               else f"artifact:{planned.artifact_id}")
+    return _denied(policy, subject, f"locator does not fit: {error}", None,
                    artifact_id=planned.artifact_id, locator=planned.locator, answer=error)
 
 
@@ -294,9 +352,11 @@ def _decision(policy: ContextPolicy, subject: str, outcome: DecisionOutcome, rea
 
 __all__ = [
     "LOCATOR_KINDS",
+    "MESSAGE_LOCATOR_KINDS",
     "NOT_FOUND_ANSWER",
     "RecallDecision",
     "RecallLocatorError",
+    "Resolved",
     "bad_locator",
     "parse_locator",
     "plan_recall",

@@ -3,15 +3,18 @@
 Moderator directives and the current user message are protected; the
 runtime mode's window of recent messages, the opening request and the
 message a forked branch forked from compete for the budget as their class
-says; older messages are omitted and counted. Messages are recast for the
-reader: another participant's answer reads as a labelled user line, never as
-the reader's own words.
+says. Older messages are not read verbatim, but never vanish in silence: they
+are carried as one summary record (:func:`summary_item`) that gives their
+span, a line per message with the id ``recall`` serves it by, and how many were
+not listed. Messages are recast for the reader: another participant's answer
+reads as a labelled user line, never as the reader's own words.
 """
 
 from __future__ import annotations
 
 from policy.enums import DecisionOutcome, MessageRole, OmissionReason, RecordClass
 from policy.gates import admit
+from policy.lines import BULLET, CLIPPED, RefKind, cite, inert, inert_json
 from policy.records import CandidateSet, ChatMessage, MessageRecord, ParticipantRecord
 from policy.selection import Item, SelectionContext, by_seq
 
@@ -65,6 +68,7 @@ def transcript_items(ctx: SelectionContext, candidates: CandidateSet) -> list[It
     window = policy.window_for(boundary.runtime_kind)
     window_start = len(visible) - window
     items: list[Item] = []
+    older: list[MessageRecord] = []
     for index, message in enumerate(visible):
         ref = f"message:{message.id}"
         chat = chat_message(message, participant, policy.max_message_chars)
@@ -79,9 +83,75 @@ def transcript_items(ctx: SelectionContext, candidates: CandidateSet) -> list[It
         elif message.role is MessageRole.USER and policy.keep_older_user_messages:
             items.append(Item(ref, "transcript", RecordClass.CONVERSATIONAL, False, 1, message.seq, message=chat))
         else:
+            # A tool step's narration is not summarised: its calls are in the tool state.
+            summarised = bool(policy.transcript_summary_chars) and not (
+                message.role is MessageRole.ASSISTANT and message.tool_calls)
+            if summarised:
+                older.append(message)
+            summarised = " (counted in the summary of earlier messages)" if summarised else ""
             ledger.decide("transcript", ref, DecisionOutcome.OMITTED,
-                          f"older than the {window}-message window", OmissionReason.OUTSIDE_WINDOW)
+                          f"older than the {window}-message window{summarised}", OmissionReason.OUTSIDE_WINDOW)
+    summary = summary_item(ctx, older)
+    if summary is not None:
+        items.append(summary)
     return items
+
+
+SUMMARY_LINE_CHARS = 160
+"""A message's line in the summary of earlier messages shows at most this many characters of its text."""
+
+
+def summary_item(ctx: SelectionContext, older: list[MessageRecord]) -> Item | None:
+    """The messages that fell out of the window, as one protected summary record (``None``: none, or off).
+
+    The record names the span (first and last ``seq``) and counts every message; it lists the newest
+    messages first, each by its ``msg:`` id and speaker, a user's with the start of its first line (quoted
+    as inert JSON: a message may quote tool output or forge structure), an answer with its size only, until ``transcript_summary_chars`` is spent, and says how many it
+    did not list. ``older`` holds no tool step's narration (an assistant message that called tools): its
+    calls are in the tool state. ``recall`` serves any message whole by its id.
+    """
+    limit = ctx.policy.transcript_summary_chars
+    if not older or limit <= 0:
+        return None
+    lines: list[str] = []
+    spent = 0
+    for message in reversed(older):
+        line = _summary_line(message, ctx)
+        if spent + len(line) > limit:
+            break
+        lines.append(line)
+        spent += len(line)
+    lines.reverse()
+    first, last = older[0], older[-1]
+    unlisted = len(older) - len(lines)
+    span = f"seq {first.seq}" if first.seq == last.seq else f"seq {first.seq}-{last.seq}"
+    header = (f"{len(older)} earlier message(s), {span}, not shown verbatim"
+              + (f"; {len(lines)} listed, oldest first" if lines else "")
+              + (f"; {unlisted} not listed" if unlisted else ""))
+    text = header + "".join("\n" + BULLET + line for line in lines)
+    ref = f"transcript:{first.id}..{last.id}"
+    ctx.ledger.decide("transcript", ref, DecisionOutcome.INCLUDED,
+                      f"summary of {len(older)} message(s) older than the window ({len(lines)} listed)")
+    return Item(ref, "earlier", RecordClass.PLANNING, True, 0, last.seq, text)
+
+
+def _summary_line(message: MessageRecord, ctx: SelectionContext) -> str:
+    """``[msg:…] speaker: "first line"`` for the user's words; a model's answer by its id and size only.
+
+    A user's message is the thread (what was asked); an answer, the viewer's own or another
+    participant's, restates what tools returned then and may have been superseded since, so its text is
+    not carried forward (``recall`` serves it, the gates permitting).
+    """
+    cited = cite(RefKind.MESSAGE, ctx.short(message.id))
+    if message.role is not MessageRole.USER or message.author_participant_id is not None:
+        speaker = "you" if message.author_participant_id == ctx.participant.id else (
+            message.speaker_label or message.role.value)
+        return f"{cited} {inert(speaker)}: ({len(message.content)} chars, not shown)"
+    first_line = " ".join(next((line for line in message.content.splitlines() if line.strip()), "").split())
+    if len(first_line) > SUMMARY_LINE_CHARS or first_line != " ".join(message.content.split()):
+        first_line = first_line[:SUMMARY_LINE_CHARS - 1] + CLIPPED
+    # Quoted as JSON, like arguments: the text is data on its line, whatever it says.
+    return f"{cited} {inert(message.speaker_label or 'user')}: {inert_json(first_line)}"
 
 
 def chat_message(message: MessageRecord, participant: ParticipantRecord, max_chars: int) -> ChatMessage:

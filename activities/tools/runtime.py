@@ -2,7 +2,8 @@
 
 ``recall`` lets a model ask for the raw bytes behind a memory or artifact id
 it was shown (``m:3f2a91c0``, ``a:...`` or a full id), whole or through a
-locator (CSV data rows, text lines, an RFC 6901 JSON pointer). The pure gates of
+locator (CSV data rows, text lines, an RFC 6901 JSON pointer), or for a transcript
+message the summary of earlier messages lists (``msg:3f2a91c0``, whole or lines). The pure gates of
 :mod:`policy.recall` decide, over the same candidate set and route the
 participant's contexts are assembled from; the request and its PolicyDecision
 are stored (``store.evidence``) and the answer is the call's result, captured
@@ -35,7 +36,7 @@ from activities.tools.base import RegisteredTool, ToolArgumentError, ToolContext
 from policy.admission import resolve_viewer
 from policy.enums import FreshnessClass, PrivacyClass, VisibilityScope
 from policy.errors import DerivationError
-from policy.records import ArtifactRecord, CandidateSet, GenerationBoundary, ToolCallRecord
+from policy.records import ArtifactRecord, CandidateSet, GenerationBoundary, MessageRecord, ToolCallRecord
 from policy.recall import (
     RecallDecision,
     RecallLocatorError,
@@ -84,6 +85,8 @@ async def _recall(context: ToolContext, arguments: dict[str, Any]) -> ToolResult
     if not decision.allowed:
         await _store(deps, account, call, ref, decision)
         return _denial(ref, decision)
+    if decision.message_id is not None:
+        return await _serve_message(deps, account, call, ref, candidates, decision)
     artifact = next(a for a in candidates.artifacts if a.id == decision.artifact_id)
     decision, text = await _serve(deps, account, artifact, decision)
     if text is None:
@@ -96,6 +99,25 @@ async def _recall(context: ToolContext, arguments: dict[str, Any]) -> ToolResult
     kind = decision.locator.kind if decision.locator else "whole"
     return ToolResult(payload=payload, content_type=_SLICE_TYPES.get(kind, artifact.content_type),
                       privacy=artifact.privacy, private=_private_to_viewer(artifact))
+
+
+async def _serve_message(deps: GraphDeps, account: str, call: ToolCallRecord, ref: str, candidates: CandidateSet,
+                         planned: RecallDecision) -> ToolResult:
+    """Serve a transcript message (whole or lines): it is in the graph already, nothing is read from S3."""
+    message = next(m for m in candidates.messages if m.id == planned.message_id)
+    try:
+        text = slice_payload(message.content.encode("utf-8"), planned.locator)
+    except DerivationError as error:
+        await _store(deps, account, call, ref, refuse_locator(deps.policy, planned, str(error)))
+        raise ToolArgumentError(f"recall: {error}") from error
+    decision = settle_recall(deps.policy, planned, text)
+    if not decision.allowed:
+        await _store(deps, account, call, ref, decision)
+        return _denial(ref, decision)
+    payload = text.encode("utf-8")
+    await _store(deps, account, call, ref, decision, len(payload))
+    return ToolResult(payload=payload, content_type="text/plain; charset=utf-8", privacy=message.privacy,
+                      private=_private_to_viewer(message))
 
 
 async def _serve(deps: GraphDeps, account: str, artifact: ArtifactRecord,
@@ -134,10 +156,10 @@ async def _viewer_inputs(session: AsyncSession, limits: CandidateLimits, account
     return candidates, boundary
 
 
-def _private_to_viewer(artifact: ArtifactRecord) -> bool:
+def _private_to_viewer(record: ArtifactRecord | MessageRecord) -> bool:
     """Bytes of a record not visible branch-wide stay with the participant that recalled them."""
-    return artifact.visibility not in (VisibilityScope.BRANCH, VisibilityScope.CONVERSATION) or bool(
-        artifact.shared_with)
+    return record.visibility not in (VisibilityScope.BRANCH, VisibilityScope.CONVERSATION) or bool(
+        record.shared_with)
 
 
 async def _store(deps: GraphDeps, account: str, call: ToolCallRecord, ref: str, decision: RecallDecision,
@@ -181,13 +203,15 @@ TOOLS: tuple[RegisteredTool, ...] = (
         ),
         description=(
             "Get the exact raw data behind an id you were shown: a memory ('m:3f2a91c0'), an artifact "
-            "('a:3f2a91c0') or a tool call ('call_...'), whole or a slice. Use it only when you need exact values."
+            "('a:3f2a91c0'), a tool call ('call_...') or an earlier message ('msg:3f2a91c0'), whole or a slice. "
+            "Use it only when you need exact values."
         ),
         parameters={
             "type": "object",
             "properties": {
                 "id": {"type": "string", "minLength": 1, "maxLength": 100,
-                       "description": "The id as shown, e.g. 'm:3f2a91c0', 'a:3f2a91c0' or 'call_...'."},
+                       "description": "The id as shown, e.g. 'm:3f2a91c0', 'a:3f2a91c0', 'call_...' or "
+                                      "'msg:3f2a91c0'."},
                 "locator": _LOCATOR_SCHEMA,
             },
             "required": ["id"],

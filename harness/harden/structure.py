@@ -16,9 +16,9 @@ from harness.harden.stack import Stack
 from policy.enums import MessageRole
 from policy.lines import SECTION_TITLES, RefKind
 
-KINDS = "".join(kind.value for kind in RefKind)
-_CITATION = re.compile(r"(?<!\\)\[\s*([" + KINDS + r"])\s*:\s*([^\]\s]*)\]", re.IGNORECASE)
-_BARE = re.compile(r"(?<![\w\\\[])([" + KINDS + r"]):([0-9a-fA-F]{6,})")
+KINDS = "|".join(kind.value for kind in RefKind)
+_CITATION = re.compile(r"(?<!\\)\[\s*(" + KINDS + r")\s*:\s*([^\]\s]*)\]", re.IGNORECASE)
+_BARE = re.compile(r"(?<![\w\\\[])(" + KINDS + r"):([0-9a-fA-F]{6,})")
 _TITLES = set(SECTION_TITLES.values())
 
 
@@ -27,9 +27,9 @@ def line_class(line: str) -> str:
     stripped = line.strip()
     if stripped in _TITLES:
         return "title"
-    if re.match(r"-\s*\[\s*[" + KINDS + r"]\s*:", stripped, re.IGNORECASE):
+    if re.match(r"-\s*\[\s*(?:" + KINDS + r")\s*:", stripped, re.IGNORECASE):
         return "item"
-    if re.match(r"\[\s*[" + KINDS + r"]\s*:", stripped, re.IGNORECASE):
+    if re.match(r"\[\s*(?:" + KINDS + r")\s*:", stripped, re.IGNORECASE):
         return "citation"
     if stripped.startswith(("- ", "* ", "• ")):
         return "bullet"

@@ -13,6 +13,7 @@ import io
 import json
 import uuid
 from collections.abc import AsyncIterator
+from dataclasses import replace
 
 import pytest
 from minio import Minio
@@ -233,6 +234,75 @@ async def test_recall_is_denied_for_private_unknown_raw_restricted_and_oversized
     server.reply(_answer("Nothing new."))
     await dossier.chat("Anything new?", conversation_id=conv, branch_id=branch, model=MODEL)
     assert "auditor private" not in json.dumps(server.received[-1].body)  # and nobody else does
+
+
+@pytest.fixture
+async def fresh(temporal_env: WorkflowEnvironment, graph_deps: GraphDeps,
+                server: ProviderServer) -> AsyncIterator[DossierClient]:
+    """Like ``dossier``, but every model call is assembled afresh (no epoch carries old turns verbatim)."""
+    deps = replace(graph_deps, policy=graph_deps.policy.model_copy(update={"epochs": False}))
+    async with provider_dossier(temporal_env, deps, server, "recall fresh", tools=default_registry()) as client:
+        yield client
+
+
+async def test_a_message_past_the_window_is_listed_in_the_summary_and_recalled_whole_by_its_msg_id(
+    fresh: DossierClient, server: ProviderServer
+) -> None:
+    """Old turns are carried as a summary record; ``recall msg:…`` serves a listed message's exact text.
+
+    Within a cache epoch old turns stay verbatim (appended, then cached); a fresh assembly (an epoch's
+    first call) is where the window moves, so this test assembles every call afresh.
+    """
+    from store.branches import lineage_messages
+
+    dossier = fresh
+
+    code = "The release code is PLUM-4417.\nKeep `deploy --canary 5%` for the first hour.\nThen widen."
+    server.reply(_answer(code))
+    first = await dossier.chat("What is the release plan?", model=MODEL)
+    conv, branch = first.conversation_id, first.branch_id
+    for text in ("And the owner?", "And the date?"):
+        server.reply(_answer(f"Noted: {text}"))
+        await dossier.chat(text, conversation_id=conv, branch_id=branch, model=MODEL)
+    async with dossier.deps.sessions() as session:
+        messages = await lineage_messages(session, dossier.account_id, conv, branch)
+    (plan,) = [m for m in messages if m.content == code]
+    shown = f"msg:{_short(plan.id)}"
+    server.reply(_calls(("r_msg", "recall", {"id": shown}),
+                        ("r_line", "recall", {"id": shown, "locator": {"kind": "lines", "start": 2, "end": 2}}),
+                        ("r_rows", "recall", {"id": shown, "locator": {"kind": "rows", "start": 1, "end": 1}})),
+                 _answer("Quoted."))
+    before = len(server.received)
+    last = await dossier.chat("Quote the plan exactly.", conversation_id=conv, branch_id=branch, model=MODEL)
+
+    assert last.result.status == "answered"
+    context = json.dumps(server.received[before].body["messages"])
+    system = "\n".join(m["content"] for m in server.received[before].body["messages"] if m["role"] == "system")
+    assert f"[{shown}] you: ({len(code)} chars, not shown)" in system  # listed by id, not verbatim
+    assert '"And the owner?"' in system  # the user's words are quoted
+    assert "PLUM-4417" not in context
+    run_id = last.result.model_run_ids[0]
+    answered = _tool_messages(server.received[-1].body)
+    for call_id, text in (("r_msg", code), ("r_line", "Keep `deploy --canary 5%` for the first hour.")):
+        call = await _call(dossier, run_id, call_id)
+        request = await _requests_of(dossier, call.id)
+        assert (request.decision.outcome, request.decision.subject_ref) == (DecisionOutcome.REHYDRATED,
+                                                                            f"message:{plan.id}")
+        assert (request.artifact_id, request.bytes_served) == (None, len(text.encode()))
+        assert answered[native_call_id(call.id)] == text
+    rows = await _call(dossier, run_id, "r_rows")  # a message is text: rows is the model's bad input
+    assert rows.status is ToolCallStatus.FAILED and "a message is text" in (rows.last_error or "")
+
+    # Another branch's model never reaches this branch's message, by prefix or by full id.
+    fork = await dossier.fork(conv, messages[0].id, branch_id=branch)
+    server.reply(_calls(("x_msg", "recall", {"id": shown}), ("x_full", "recall", {"id": plan.id})),
+                 _answer("Cannot."))
+    other = await dossier.chat("Quote it here.", conversation_id=conv, branch_id=fork, model=MODEL)
+    answered = _tool_messages(server.received[-1].body)
+    for call_id in ("x_msg", "x_full"):
+        call = await _call(dossier, other.result.model_run_ids[0], call_id)
+        assert NOT_FOUND_ANSWER in _fields(answered[native_call_id(call.id)])["reason"]
+    assert "PLUM-4417" not in json.dumps(server.received[-1].body)
 
 
 async def test_remember_writes_a_user_memory_only_when_the_user_confirms(

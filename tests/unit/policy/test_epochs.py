@@ -451,7 +451,7 @@ def test_a_policy_change_starts_a_new_epoch(timeline):
     timeline.call()
     timeline.policy = DEFAULT_POLICY.model_copy(update={"message_window": 7})
     timeline.user("again")
-    assert epoch_decision(timeline.call()).reason.startswith("started: policy changed from dossier-default/6#")
+    assert epoch_decision(timeline.call()).reason.startswith("started: policy changed from dossier-default/7#")
 
 
 def test_epochs_can_be_turned_off(timeline):

@@ -171,7 +171,14 @@ def test_diff_under_the_lean_policy_drops_the_window_and_reports_tokens(run) -> 
     assert all(change.after_omission == OmissionReason.OUTSIDE_WINDOW.value for change in result.dropped
                if change.ref.startswith("message:"))
     assert result.added == ()
-    assert result.token_change < 0 and result.billed_change < 0
+    assert (result.tokens_before, result.tokens_after) == (before.record.assembled_tokens,
+                                                          after.record.assembled_tokens)
+    # The dropped messages are listed in the summary of earlier messages; without it the lean policy saves.
+    assert '[msg:u4] user: "turn 4 text"' in after.messages[1].content
+    assert "[msg:u5] you: (11 chars, not shown)" in after.messages[1].content
+    unsummarised = LEAN_POLICY.model_copy(update={"transcript_summary_chars": 0})
+    saved = diff_assemblies(_side(before, "openai"), _side(run(world, bound, policy=unsummarised), "openai"))
+    assert saved.token_change < 0 and saved.billed_change < 0
     assert result.newly_fired == ()  # no privacy, visibility or recovery rule changes
     assert any(change.side == "removed" for change in result.messages)
 

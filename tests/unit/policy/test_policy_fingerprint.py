@@ -53,7 +53,7 @@ def test_fingerprint_is_stable_across_hash_seeds():
 def test_fingerprint_is_a_sha256_and_the_version_tag_cites_it():
     fingerprint = DEFAULT_POLICY.fingerprint
     assert len(fingerprint) == 64 and int(fingerprint, 16) >= 0
-    assert DEFAULT_POLICY.version_tag == f"dossier-default/6#{fingerprint[:12]}"
+    assert DEFAULT_POLICY.version_tag == f"dossier-default/7#{fingerprint[:12]}"
 
 
 def test_equal_policies_have_equal_fingerprints():
@@ -69,7 +69,7 @@ def test_equal_policies_have_equal_fingerprints():
 
 
 CHANGES = [
-    ("version", {"version": "dossier-default/5"}),
+    ("version", {"version": "dossier-default/6"}),
     ("routes dropped", {"routes": DEFAULT_ROUTES[:-1]}),
     ("routes reordered", {"routes": tuple(reversed(DEFAULT_ROUTES))}),
     ("routes raw_allowed", {"routes": (DEFAULT_ROUTES[0].model_copy(
@@ -81,6 +81,7 @@ CHANGES = [
     ("keep_fork_point", {"keep_fork_point": False}),
     ("keep_older_user_messages", {"keep_older_user_messages": True}),
     ("max_message_chars", {"max_message_chars": 3999}),
+    ("transcript_summary_chars", {"transcript_summary_chars": 0}),
     ("stale_handling", {"stale_handling": "omit"}),
     ("freshness_ttl value", {"freshness_ttl": {**DEFAULT_POLICY.freshness_ttl,
                                                FreshnessClass.VOLATILE: timedelta(minutes=16)}}),

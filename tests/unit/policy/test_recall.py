@@ -170,3 +170,81 @@ def test_unreadable_bytes_are_denied_with_why(mismatch, omission):
 
     denied = unavailable_evidence(DEFAULT_POLICY, _plan(ART), mismatch)
     assert not denied.allowed and denied.decision.omission is omission and "unavailable" in denied.answer
+
+
+# --------------------------------------------------------------------------- transcript messages
+
+MSG = "4e4e4e4e-7777-4aaa-8bbb-000000000007"
+MSG_SIB = "2f2f2f2f-8888-4aaa-8bbb-000000000008"
+MSG_PRIVATE = "1a1a1a1a-9999-4aaa-8bbb-000000000009"
+MSG_GOOGLE = "0b0b0b0b-aaaa-4aaa-8bbb-00000000000a"
+
+
+def _talk():
+    from policy_builders import message
+
+    return candidates(
+        artifacts=[artifact(ART, 20, b"a,b\n1,2\n")],
+        messages=[
+            message(MSG, 5, "user", "the task\nline two: keep `foo()` as is\nline three"),
+            message(MSG_SIB, 6, "user", "sibling words", branch=SIBLING),
+            message(MSG_PRIVATE, 7, "assistant", "a scratch note", author=OTHER,
+                    visibility=VisibilityScope.PARTICIPANT_PRIVATE),
+            message(MSG_GOOGLE, 8, "assistant", "from a mailbox", privacy=PrivacyClass.GOOGLE_DERIVED),
+        ],
+    )
+
+
+def _plan_message(ref: str, locator=None, *, route: str = "local", spent: int = 0, participant: str = VIEWER):
+    return plan_recall(DEFAULT_POLICY, _viewer(route, participant), _talk(), ref, locator, spent)
+
+
+@pytest.mark.parametrize("ref", [f"msg:{MSG.replace('-', '')[:8]}", f"[msg:{MSG[:8]}]", MSG, f"msg:{MSG}"])
+def test_a_message_the_summary_lists_is_recalled_by_its_msg_id(ref):
+    decision = _plan_message(ref)
+    assert decision.allowed and decision.message_id == MSG and decision.artifact_id is None
+    assert decision.decision.subject_ref == f"message:{MSG}"
+    assert decision.decision.outcome is DecisionOutcome.REHYDRATED
+
+
+def test_a_bare_prefix_never_names_a_message():
+    """Only ``msg:`` prefixes reach messages: ``m:``, ``a:`` and bare prefixes keep meaning what they meant."""
+    assert _plan_message(MSG[:8]).answer == NOT_FOUND_ANSWER
+    assert _plan_message(f"m:{MSG[:8]}").answer == NOT_FOUND_ANSWER
+    assert not _plan_message(f"msg:{ART[:8]}").allowed
+
+
+@pytest.mark.parametrize("ref, participant, route", [
+    (MSG_SIB, VIEWER, "local"),            # another branch
+    (MSG_PRIVATE, VIEWER, "local"),        # another participant's private message
+    (MSG_GOOGLE, VIEWER, "public-only"),   # a class the route may not receive
+    (MSG, VIEWER, "public-only"),
+    (f"msg:{MSG_SIB[:8]}", VIEWER, "local"),
+])
+def test_a_message_the_viewer_may_not_see_reads_as_unknown(ref, participant, route):
+    decision = _plan_message(ref, participant=participant, route=route)
+    assert not decision.allowed and decision.answer == NOT_FOUND_ANSWER and decision.message_id is None
+
+
+def test_the_author_of_a_private_message_may_recall_it():
+    assert _plan_message(MSG_PRIVATE, participant=OTHER).allowed
+
+
+def test_a_message_passes_the_gates_the_transcript_shows_it_by():
+    """A route that receives a class in the transcript receives the message's text through recall too."""
+    assert _plan_message(MSG_GOOGLE, route="openai").allowed
+
+
+def test_a_message_takes_whole_or_lines_and_the_same_byte_budget():
+    lines = _plan_message(f"msg:{MSG[:8]}", {"kind": "lines", "start": 2, "end": 2})
+    assert lines.allowed and lines.locator is not None and lines.locator.artifact_id == MSG
+    settled = settle_recall(DEFAULT_POLICY, lines, "line two: keep `foo()` as is")
+    assert settled.allowed and settled.decision.subject_ref == f"message:{MSG}"
+    with pytest.raises(RecallLocatorError, match="a message is text"):
+        _plan_message(MSG, {"kind": "rows", "start": 1, "end": 1})
+    spent = _plan_message(MSG, spent=DEFAULT_POLICY.rehydration_total_bytes)
+    assert not spent.allowed and spent.decision.omission is OmissionReason.RAW_BYTE_BUDGET
+    tight = _plan_message(MSG, spent=DEFAULT_POLICY.rehydration_total_bytes - 5)
+    assert not tight.allowed and "over the 5 bytes" in tight.answer
+    over = settle_recall(DEFAULT_POLICY, lines.model_copy(update={"max_bytes": 3}), "line two")
+    assert not over.allowed and over.decision.subject_ref == f"message:{MSG}"
