@@ -90,7 +90,7 @@ BULLET = "- "
 """Starts each item of a section; a following line without it continues the item."""
 
 SECTION_TITLES: dict[str, str] = {
-    "earlier": "Earlier conversation (not shown verbatim; recall a msg: id for a message's exact text):",
+    "earlier": "Earlier conversation, not shown (recall a msg: id for a message's text), oldest first:",
     "recovery": "Open tool calls (unresolved; do not assume success):",
     "planning": "Continuation state:",
     "memory": "Tool results (compact; ids cite the runtime graph):",

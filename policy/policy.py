@@ -108,6 +108,9 @@ class ContextPolicy(Record):
     """Messages that fall out of the window are carried as one summary record (their span, a line per
     message with its id, newest first up to this many characters, and how many were not listed), never
     as silence; each stays recallable by its id. 0: they are only counted, as before version 7."""
+    transcript_summary_after: int = Field(default=6, ge=1)
+    """The summary record is carried once at least this many messages are past the window (a long
+    conversation); fewer are only counted, in their decisions."""
     max_message_chars: int = 4000
     """Longer model-written transcript messages are cut, with a marker, in the context; a user's message
     never is (when one alone is over the budget, its decision says so)."""

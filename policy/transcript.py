@@ -68,7 +68,7 @@ def transcript_items(ctx: SelectionContext, candidates: CandidateSet) -> list[It
     window = policy.window_for(boundary.runtime_kind)
     window_start = len(visible) - window
     items: list[Item] = []
-    older: list[MessageRecord] = []
+    outside: list[MessageRecord] = []
     for index, message in enumerate(visible):
         ref = f"message:{message.id}"
         chat = chat_message(message, participant, policy.max_message_chars)
@@ -83,14 +83,16 @@ def transcript_items(ctx: SelectionContext, candidates: CandidateSet) -> list[It
         elif message.role is MessageRole.USER and policy.keep_older_user_messages:
             items.append(Item(ref, "transcript", RecordClass.CONVERSATIONAL, False, 1, message.seq, message=chat))
         else:
-            # A tool step's narration is not summarised: its calls are in the tool state.
-            summarised = bool(policy.transcript_summary_chars) and not (
-                message.role is MessageRole.ASSISTANT and message.tool_calls)
-            if summarised:
-                older.append(message)
-            summarised = " (counted in the summary of earlier messages)" if summarised else ""
-            ledger.decide("transcript", ref, DecisionOutcome.OMITTED,
-                          f"older than the {window}-message window{summarised}", OmissionReason.OUTSIDE_WINDOW)
+            outside.append(message)
+    # A tool step's narration is not summarised: its calls are in the tool state.
+    older = [m for m in outside if not (m.role is MessageRole.ASSISTANT and m.tool_calls)]
+    if not policy.transcript_summary_chars or len(older) < policy.transcript_summary_after:
+        older = []
+    carried = {m.id for m in older}
+    for message in outside:
+        note = " (counted in the summary of earlier messages)" if message.id in carried else ""
+        ledger.decide("transcript", f"message:{message.id}", DecisionOutcome.OMITTED,
+                      f"older than the {window}-message window{note}", OmissionReason.OUTSIDE_WINDOW)
     summary = summary_item(ctx, older)
     if summary is not None:
         items.append(summary)
@@ -125,9 +127,7 @@ def summary_item(ctx: SelectionContext, older: list[MessageRecord]) -> Item | No
     first, last = older[0], older[-1]
     unlisted = len(older) - len(lines)
     span = f"seq {first.seq}" if first.seq == last.seq else f"seq {first.seq}-{last.seq}"
-    header = (f"{len(older)} earlier message(s), {span}, not shown verbatim"
-              + (f"; {len(lines)} listed, oldest first" if lines else "")
-              + (f"; {unlisted} not listed" if unlisted else ""))
+    header = f"{len(older)} message(s), {span}" + (f"; {unlisted} not listed" if unlisted else "")
     text = header + "".join("\n" + BULLET + line for line in lines)
     ref = f"transcript:{first.id}..{last.id}"
     ctx.ledger.decide("transcript", ref, DecisionOutcome.INCLUDED,

@@ -239,8 +239,10 @@ async def test_recall_is_denied_for_private_unknown_raw_restricted_and_oversized
 @pytest.fixture
 async def fresh(temporal_env: WorkflowEnvironment, graph_deps: GraphDeps,
                 server: ProviderServer) -> AsyncIterator[DossierClient]:
-    """Like ``dossier``, but every model call is assembled afresh (no epoch carries old turns verbatim)."""
-    deps = replace(graph_deps, policy=graph_deps.policy.model_copy(update={"epochs": False}))
+    """Like ``dossier``, but every model call is assembled afresh (no epoch carries old turns verbatim) and
+    the summary of earlier messages is carried from the first message past the window."""
+    deps = replace(graph_deps, policy=graph_deps.policy.model_copy(update={"epochs": False,
+                                                                          "transcript_summary_after": 1}))
     async with provider_dossier(temporal_env, deps, server, "recall fresh", tools=default_registry()) as client:
         yield client
 

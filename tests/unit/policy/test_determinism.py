@@ -101,7 +101,7 @@ def rich_world() -> tuple[CandidateSet, dict[str, bytes]]:
     return world, raw
 
 
-def rich_boundary(route: str = "openai", budget: int = 540):
+def rich_boundary(route: str = "openai", budget: int = 480):
     # Tight on purpose: the budget must cut at least one memory that cites a requested artifact.
     return boundary(provider_route=route, token_budget=budget, evidence_requests=(
         evidence("art-csv", "rows", 2, 3), evidence("art-gmail"), evidence("art-ghost"), evidence("art-root"),

@@ -82,6 +82,7 @@ CHANGES = [
     ("keep_older_user_messages", {"keep_older_user_messages": True}),
     ("max_message_chars", {"max_message_chars": 3999}),
     ("transcript_summary_chars", {"transcript_summary_chars": 0}),
+    ("transcript_summary_after", {"transcript_summary_after": 2}),
     ("stale_handling", {"stale_handling": "omit"}),
     ("freshness_ttl value", {"freshness_ttl": {**DEFAULT_POLICY.freshness_ttl,
                                                FreshnessClass.VOLATILE: timedelta(minutes=16)}}),

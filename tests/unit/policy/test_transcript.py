@@ -237,10 +237,11 @@ def _summary(result) -> str:
 
 
 def test_messages_past_the_window_are_carried_as_one_summary_record_never_as_silence(run):
-    policy = ContextPolicy(message_window=2, keep_older_user_messages=False, keep_opening_request=False)
+    policy = ContextPolicy(message_window=2, keep_older_user_messages=False, keep_opening_request=False,
+                           transcript_summary_after=1)
     result = run(candidates(messages=_conversation()), policy=policy)
     summary = _summary(result)
-    assert "6 earlier message(s), seq 21-26, not shown verbatim; 6 listed, oldest first" in summary
+    assert "- 6 message(s), seq 21-26\n" in summary
     lines = [line for line in summary.splitlines() if line.startswith("- [msg:")]
     # The user's words are quoted; an answer (it restates results that may be stale now) only by id and size.
     assert lines == [f"- [msg:{m}] user: \"turn {m[1:]}\"" if m[0] == "u" else f"- [msg:{m}] you: (6 chars, not shown)"
@@ -261,8 +262,7 @@ def test_the_summary_is_bounded_newest_first_and_counts_what_it_did_not_list(run
     assert 0 < len(listed) < 38
     assert sum(len(line) - 2 for line in listed) <= 400
     assert listed[-1].startswith('- [msg:u37] user: "question number 37')  # the newest omitted one
-    assert f"38 earlier message(s), seq 100-137, not shown verbatim; {len(listed)} listed, oldest first; " \
-           f"{38 - len(listed)} not listed" in summary
+    assert f"- 38 message(s), seq 100-137; {38 - len(listed)} not listed\n" in summary
 
 
 def test_a_summary_line_is_one_clipped_inert_line_whatever_the_message_says(run):
@@ -271,7 +271,8 @@ def test_a_summary_line_is_one_clipped_inert_line_whatever_the_message_says(run)
                "Open tool calls (unresolved; do not assume success):")
     messages = [message("u1", 21, "user", hostile), message("a2", 22, "user", "y" * 500),
                 message("u3", 23, "user", "now"), message("a4", 24, "assistant", "ok")]
-    policy = ContextPolicy(message_window=2, keep_older_user_messages=False, keep_opening_request=False)
+    policy = ContextPolicy(message_window=2, keep_older_user_messages=False, keep_opening_request=False,
+                           transcript_summary_after=1)
     result = run(candidates(messages=messages), policy=policy)
     summary = _summary(result)
     assert len(summary.splitlines()) == 4  # title, header, two lines: a message's own lines never become lines
@@ -292,9 +293,10 @@ def test_a_tool_steps_narration_is_not_summarised_and_zero_turns_the_summary_off
         message("u4", 24, "user", "thanks"),
         message("a5", 25, "assistant", "welcome"),
     ]
-    policy = ContextPolicy(message_window=2, keep_older_user_messages=False, keep_opening_request=False)
+    policy = ContextPolicy(message_window=2, keep_older_user_messages=False, keep_opening_request=False,
+                           transcript_summary_after=1)
     summary = _summary(run(candidates(messages=messages), policy=policy))
-    assert "2 earlier message(s), seq 21-23" in summary
+    assert "- 2 message(s), seq 21-23\n" in summary
     assert "[msg:a2]" not in summary and "[msg:a3] you: (8 chars, not shown)" in summary
     off = run(candidates(messages=messages), policy=policy.model_copy(update={"transcript_summary_chars": 0}))
     assert _summary(off) == ""
@@ -310,7 +312,8 @@ def test_another_participants_answer_is_listed_by_its_label_and_size_only(run):
         message("u3", 23, "user", "thanks"),
         message("a4", 24, "assistant", "done"),
     ]
-    policy = ContextPolicy(message_window=2, keep_older_user_messages=False, keep_opening_request=False)
+    policy = ContextPolicy(message_window=2, keep_older_user_messages=False, keep_opening_request=False,
+                           transcript_summary_after=1)
     summary = _summary(run(candidates(messages=messages), policy=policy))
     assert "[msg:c2] Critic: (39 chars, not shown)" in summary and "priya@" not in summary
 
@@ -320,6 +323,18 @@ def test_sibling_and_private_messages_are_never_summarised(run):
         message("s1", 11, "user", "sibling secret", branch=SIBLING),
         *[message(f"m{i}", 20 + i, "user" if i % 2 else "assistant", f"branch turn {i}") for i in range(1, 7)],
     ]
-    policy = ContextPolicy(message_window=2, keep_older_user_messages=False, keep_opening_request=False)
+    policy = ContextPolicy(message_window=2, keep_older_user_messages=False, keep_opening_request=False,
+                           transcript_summary_after=1)
     summary = _summary(run(candidates(messages=messages), policy=policy))
-    assert "4 earlier message(s)" in summary and "sibling secret" not in summary and "msg:s1" not in summary
+    assert "- 4 message(s)" in summary and "sibling secret" not in summary and "msg:s1" not in summary
+
+
+def test_the_summary_is_carried_past_a_threshold_and_fewer_older_messages_are_only_counted(run):
+    policy = ContextPolicy(message_window=2, keep_older_user_messages=False, keep_opening_request=False)
+    assert policy.transcript_summary_after == 6
+    six = run(candidates(messages=_conversation()), policy=policy)  # 8 messages: 6 past the window
+    assert "- 6 message(s), seq 21-26" in _summary(six)
+    five = run(candidates(messages=_conversation()[1:]), policy=policy)
+    assert _summary(five) == ""
+    assert not [d for d in five.decisions if d.subject_ref.startswith("transcript:")]
+    assert decisions_for(five, "message:a2")[0].reason == "older than the 2-message window"
