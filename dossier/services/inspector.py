@@ -72,7 +72,7 @@ def start(settings: Settings, record: dict[str, Any] | None, endpoints: Endpoint
         env["TEMPORAL_UI_URL"] = ui
     log_path = home / "inspector.log"
     handle = spawn([sys.executable, "-m", "dossier.inspector", "--port", str(port)], log_path, cwd=home, env=env)
-    new = InspectorRecord(pid=handle.pid, create_time=handle.create_time, port=port)
+    new = InspectorRecord(**handle.identity(), port=port)
     try:
         wait_healthy(lambda: _healthy(new.url), what="inspector", handle=handle, log_path=log_path,
                      timeout=START_TIMEOUT)

@@ -150,7 +150,7 @@ def start(settings: Settings, record: dict[str, Any] | None) -> LlmRecord:
 
     log_path = home / "llm.log"
     handle = spawn(_argv(new, settings), log_path, cwd=home)
-    new = new.model_copy(update={"pid": handle.pid, "create_time": handle.create_time})
+    new = new.model_copy(update=handle.identity())
     try:
         wait_healthy(lambda: healthy(new.health_url), what=NAME, handle=handle, log_path=log_path,
                      timeout=START_TIMEOUT)

@@ -4,7 +4,10 @@ SeaweedFS and Temporal run as background processes that outlive the Python
 process that started them: each gets its own session (so a Ctrl-C in the
 terminal that ran `dossier services up` does not reach it), stdin from
 /dev/null and its output in a log file. They are identified by pid *and*
-process start time, so a recycled pid is never mistaken for the service.
+process start time, so a recycled pid is never mistaken for the service. On
+Linux the start time is also kept as the kernel's clock ticks since boot, which
+a step of the wall clock (NTP, a resumed VM) does not move: psutil's
+``create_time`` is derived from the boot time, and moves with it.
 """
 
 from __future__ import annotations
@@ -59,6 +62,12 @@ class ProcessHandle:
 
     pid: int
     create_time: float
+    start_ticks: int | None = None
+    """Start time in clock ticks since boot (Linux ``/proc/<pid>/stat``); ``None`` where unknown."""
+
+    def identity(self) -> dict[str, Any]:
+        """The fields a :class:`ProcessRecord` stores for this process."""
+        return {"pid": self.pid, "create_time": self.create_time, "start_ticks": self.start_ticks}
 
 
 class ProcessRecord(BaseModel):
@@ -70,12 +79,15 @@ class ProcessRecord(BaseModel):
     create_time: float | None = None
     """Process start time, to tell our process from a recycled pid."""
 
+    start_ticks: int | None = None
+    """Process start in clock ticks since boot (Linux): unmoved by a wall-clock step. Older records lack it."""
+
     @property
     def handle(self) -> ProcessHandle | None:
         """The process handle, if a process was recorded."""
         if self.pid is None or self.create_time is None:
             return None
-        return ProcessHandle(self.pid, self.create_time)
+        return ProcessHandle(self.pid, self.create_time, self.start_ticks)
 
     def is_running(self) -> bool:
         """Tell whether the recorded process still runs."""
@@ -197,7 +209,21 @@ def spawn(argv: list[str], log_path: Path, *, cwd: Path, env: dict[str, str] | N
         create_time = psutil.Process(proc.pid).create_time()
     except psutil.Error:
         create_time = 0.0  # already gone: `is_alive` will say so
-    return ProcessHandle(proc.pid, create_time)
+    return ProcessHandle(proc.pid, create_time, start_ticks(proc.pid))
+
+
+def start_ticks(pid: int) -> int | None:
+    """When ``pid`` started, in clock ticks since boot (``/proc/<pid>/stat`` field 22); ``None`` off Linux or gone."""
+    try:
+        stat_line = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # Field 2 (the command) is in parentheses and may hold spaces or ')': split after the last one.
+    fields = stat_line[stat_line.rfind(")") + 2:].split()
+    try:
+        return int(fields[19])  # field 22 overall; this list starts at field 3
+    except (IndexError, ValueError):
+        return None
 
 
 def is_alive(handle: ProcessHandle) -> bool:
@@ -215,8 +241,13 @@ def is_alive(handle: ProcessHandle) -> bool:
         return False
     try:
         proc = psutil.Process(handle.pid)
+        ticks = start_ticks(handle.pid) if handle.start_ticks is not None else None
+        if ticks is not None:
+            # Boot-relative: exact, whatever the wall clock did since.
+            if ticks != handle.start_ticks:
+                return False
         # create_time is derived from boot time and clock ticks: allow rounding noise.
-        if abs(proc.create_time() - handle.create_time) > 1.0:
+        elif abs(proc.create_time() - handle.create_time) > 1.0:
             return False
         return proc.status() != psutil.STATUS_ZOMBIE
     except psutil.Error:

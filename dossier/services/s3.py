@@ -191,7 +191,7 @@ def start(settings: Settings, record: dict[str, Any] | None) -> S3Record:
     log_path = home / "weed.log"
     handle = spawn(_argv(weed, base, home, socket_dir(home, NAME)), log_path, cwd=home)
     new = S3Record(
-        pid=handle.pid, create_time=handle.create_time, base_port=base, access_key=access_key, secret_key=secret_key
+        **handle.identity(), base_port=base, access_key=access_key, secret_key=secret_key
     )
     s3 = client(new.endpoint, access_key, secret_key, region=settings.s3_region, secure=False)
     try:

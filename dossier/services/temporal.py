@@ -143,7 +143,7 @@ def start(settings: Settings, record: dict[str, Any] | None) -> TemporalRecord:
 
     log_path = home / "temporal.log"
     handle = spawn(_argv(temporal, new, settings), log_path, cwd=home)
-    new = new.model_copy(update={"pid": handle.pid, "create_time": handle.create_time})
+    new = new.model_copy(update=handle.identity())
     try:
         wait_healthy(
             lambda: _healthy(temporal, new.address),

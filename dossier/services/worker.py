@@ -98,7 +98,7 @@ def start(settings: Settings, record: dict[str, Any] | None, endpoints: Endpoint
     log_path = home / "worker.log"
     offset = log_path.stat().st_size if log_path.exists() else 0
     handle = spawn([sys.executable, "-m", "worker"], log_path, cwd=home, env=worker_environment(settings, endpoints))
-    new = WorkerRecord(pid=handle.pid, create_time=handle.create_time, task_queue=settings.temporal_task_queue)
+    new = WorkerRecord(**handle.identity(), task_queue=settings.temporal_task_queue)
 
     def since_start() -> str:
         with open(log_path, "rb") as log:
