@@ -33,7 +33,7 @@ from harness.bench.billing import PRICE_MODELS, Encode, Prompt, bill_sequence, m
 from harness.bench.peers import DEFAULT_BUDGET, peer_strategies
 from harness.bench.strategy import CallInput, FullReplay, count_tokens, message_text
 from harness.bench.traces_measure import TraceCall, to_openai, trace_calls
-from harness.bench.traces_report import CallRow, RefOutcome, TracesReport
+from harness.bench.traces_report import CallRow, RefOutcome, TracesReport, epoch_class
 from dossier.runtime import open_graph
 from dossier.settings import Settings
 from policy.assembler import render_context, select_context
@@ -369,6 +369,8 @@ async def run_trace(deps: GraphDeps, account_id: str, trace: dict[str, Any], pee
                 row.add(name, count_tokens(context, counter), system_tokens,
                         _outcomes("\n".join(map(message_text, context)), call,
                                   lambda r, res=result: _dossier_reason(res, importer, trace, r)), invalid)
+                if epoch is not None:
+                    row.strategies[name].epoch = epoch_class(epoch.started, epoch.reason)
             rows.append(row)
         await importer.write(index, message, run_id)
     for name, sequence in prompts.items():

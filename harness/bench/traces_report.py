@@ -39,6 +39,8 @@ class StrategyCall:
     """What the call costs under each price model (:data:`harness.bench.billing.PRICE_MODELS`)."""
     invalid: list[str] = field(default_factory=list)
     """Why the message list would be refused by OpenAI's or Anthropic's API (empty: valid)."""
+    epoch: str | None = None
+    """Dossier's epoch decision at this call, as a class (:func:`epoch_class`); ``None`` for the others."""
 
 
 @dataclass
@@ -152,6 +154,53 @@ def by_length(rows: list[CallRow], name: str) -> dict[str, dict[str, Any]]:
     return out
 
 
+def epoch_class(started: bool, reason: str) -> str:
+    """An epoch decision's reason as a class: ``continued``, or why the epoch started (ids and sizes left out).
+
+    ``prefix changed (changed: memory:…; new: message:…)`` becomes ``prefix changed: changed memory``
+    (its first part and that part's first record kind); a budget restart is ``budget``.
+    """
+    if not started:
+        return "continued"
+    if reason.startswith("prefix changed ("):
+        first = reason[len("prefix changed ("):].split(";")[0]
+        label, _, refs = first.partition(": ")
+        return f"prefix changed: {label} {refs.split(':')[0]}".strip() if refs else "prefix changed: order"
+    if reason.startswith("the context would reach"):
+        return "budget"
+    if reason.startswith("the appended events reached"):
+        return "epoch_growth_tokens"
+    for prefix in ("a result appended as pending has arrived", "an appended result went stale",
+                   "policy changed", "provider route changed", "runtime mode changed"):
+        if reason.startswith(prefix):
+            return prefix
+    return reason.split(" (")[0]
+
+
+def epoch_costs(rows: list[CallRow], name: str, model: str = "anthropic") -> dict[str, dict[str, float | int]]:
+    """Where ``name``'s billed cost goes, by epoch decision class: calls, cost share, tokens written and read.
+
+    Empty when the strategy records no epochs. ``cost_share`` is the class's part of the strategy's
+    billed cost under ``model``; ``written_share`` its part of the tokens written to the cache.
+    """
+    calls = [row.strategies[name] for row in rows if row.strategies[name].epoch is not None]
+    if not calls or model not in calls[0].bills:
+        return {}
+    total_cost = sum(c.bills[model].cost for c in calls) or 1.0
+    total_written = sum(c.bills[model].written for c in calls) or 1
+    out: dict[str, dict[str, float | int]] = {}
+    for label in sorted({c.epoch for c in calls if c.epoch is not None},
+                        key=lambda e: -sum(c.bills[model].cost for c in calls if c.epoch == e)):
+        mine = [c for c in calls if c.epoch == label]
+        out[label] = {
+            "calls": len(mine),
+            "cost_share": round(sum(c.bills[model].cost for c in mine) / total_cost, 4),
+            "written_share": round(sum(c.bills[model].written for c in mine) / total_written, 4),
+            "tokens_per_call_mean": round(sum(c.prompt_tokens for c in mine) / len(mine), 1),
+        }
+    return out
+
+
 def summarise(rows: list[CallRow], name: str) -> dict[str, Any]:
     """The aggregate keys for strategy ``name`` over ``rows``."""
     tool = [r for row in rows for r in row.strategies[name].refs if r.kind == "tool"]
@@ -235,6 +284,10 @@ class TracesReport:
             entry["by_source"] = {s: summarise([r for r in self.rows if r.source == s], name) for s in self.sources()}
             entry["by_length"] = by_length(self.rows, name)
             entry["loss_reasons"] = loss_reasons(self.rows, name)
+            epochs = epoch_costs(self.rows, name)
+            if epochs:
+                long = [r for r in self.rows if r.calls_in_trajectory >= LONG_TRAJECTORY_CALLS]
+                entry["epochs"] = {"all": epochs, "16plus": epoch_costs(long, name)}
             entry["worst"] = worst(self.rows, name)
             entry["parameters"] = self.parameters.get(name, {})
             out[name] = entry
@@ -252,6 +305,7 @@ class TracesReport:
                                self.strategies)
         long = [r for r in self.rows if r.calls_in_trajectory >= LONG_TRAJECTORY_CALLS]
         lines += _length_tables(self.rows, self.strategies)
+        lines += _epoch_table(self.rows)
         lines += _table("All trajectories", {n: summarise(self.rows, n) for n in self.strategies})
         for source in self.sources():
             subset = [r for r in self.rows if r.source == source]
@@ -327,6 +381,24 @@ def _billed_table(title: str, rows: list[CallRow], strategies: list[str]) -> lis
         cells += [_fmt(anthropic.get("cache_hit_rate")), f"{anthropic.get('uncached_tokens_per_call_median', 0):,.0f}",
                   str(sum(bool(row.strategies[name].invalid) for row in rows))]
         lines.append("| " + " | ".join(cells) + " |")
+    return lines + [""]
+
+
+def _epoch_table(rows: list[CallRow]) -> list[str]:
+    """Dossier's billed cost by epoch decision: which restarts the money goes to (all, and 16+ calls)."""
+    everything = epoch_costs(rows, "dossier") if rows and "dossier" in rows[0].strategies else {}
+    if not everything:
+        return []
+    long = epoch_costs([r for r in rows if r.calls_in_trajectory >= LONG_TRAJECTORY_CALLS], "dossier")
+    lines = ["### Where Dossier's billed cost goes, by epoch decision (Anthropic prices)", "",
+             "Each model call either continues its epoch (the prefix is a cache read) or starts one (the new "
+             "prefix is written to the cache), for the reason the assembly's epoch decision records.", "",
+             "| epoch decision | calls | share of billed cost | share of tokens written | mean prompt tokens "
+             f"| 16+: calls | 16+: share of billed cost |", "|---|---:|---:|---:|---:|---:|---:|"]
+    for label, e in everything.items():
+        k = long.get(label, {})
+        lines.append(f"| {label} | {e['calls']:,} | {_fmt(e['cost_share'])} | {_fmt(e['written_share'])} "
+                     f"| {e['tokens_per_call_mean']:,.0f} | {k.get('calls', 0):,} | {_fmt(k.get('cost_share'))} |")
     return lines + [""]
 
 
