@@ -57,6 +57,14 @@ from policy.selection import Selection, SelectionContext
 EPOCH_CONTINUED = "continued"
 """The reason an assembly records when it continues its participant's epoch."""
 
+PREFIX_CHANGED = "prefix changed ("
+PENDING_ARRIVED = "a result appended as pending has arrived"
+APPENDED_STALE = "an appended result went stale"
+OVER_BUDGET = "the context would reach"
+OVER_GROWTH = "the appended events reached"
+RESTART_PREFIXES = (PREFIX_CHANGED, PENDING_ARRIVED, APPENDED_STALE, OVER_BUDGET, OVER_GROWTH)
+"""How :func:`continuation_blocker`'s and :func:`prefix_change`'s reasons start (the rest names ids and sizes)."""
+
 
 @dataclass(frozen=True)
 class EventRecords:
@@ -208,7 +216,7 @@ def prefix_change(previous_items: Sequence[str], items: Sequence[str]) -> str:
     changed = [ref for ref in now if ref in before and now[ref] != before[ref]]
     parts = [f"{label}: {', '.join(refs[:3])}{' ...' if len(refs) > 3 else ''}"
              for label, refs in (("changed", changed), ("new", added), ("gone", removed)) if refs]
-    return "prefix changed (" + ("; ".join(parts) or "order") + ")"
+    return PREFIX_CHANGED + ("; ".join(parts) or "order") + ")"
 
 
 # --------------------------------------------------------------------------- continuing an epoch
@@ -220,14 +228,14 @@ def continuation_blocker(policy: ContextPolicy, epoch: EpochRecord, selection: S
         return prefix_change(epoch.prefix_items, selection.epoch.prefix_items)
     arrived = [call_id for call_id in epoch.pending_calls if call_id not in selection.events.pending]
     if arrived:
-        return f"a result appended as pending has arrived (tool_call:{arrived[0]})"
+        return f"{PENDING_ARRIVED} (tool_call:{arrived[0]})"
     if selection.events.stale:
-        return f"an appended result went stale (tool_call:{selection.events.stale[0]})"
+        return f"{APPENDED_STALE} (tool_call:{selection.events.stale[0]})"
     total = selection.prefix_tokens + selection.events.tokens
     if total > selection.token_budget:
-        return f"the context would reach {total} tokens (budget {selection.token_budget})"
+        return f"{OVER_BUDGET} {total} tokens (budget {selection.token_budget})"
     if policy.epoch_growth_tokens is not None and selection.events.tokens > policy.epoch_growth_tokens:
-        return (f"the appended events reached {selection.events.tokens} tokens "
+        return (f"{OVER_GROWTH} {selection.events.tokens} tokens "
                 f"(epoch_growth_tokens {policy.epoch_growth_tokens})")
     return None
 

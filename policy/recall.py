@@ -228,13 +228,11 @@ def plan_recall(
                        answer=(f"the raw bytes of this record may not be sent on your route "
                                f"({artifact.privacy.value} data); use its summary instead"))
     parsed = parse_locator(artifact.id, locator)
-    cap = min(policy.rehydration_item_bytes, policy.rehydration_total_bytes - spent_bytes)
+    cap = _cap(policy, spent_bytes)
     if cap <= 0:
-        return _denied(policy, ref_, f"recall byte budget of the run spent ({spent_bytes} bytes served)",
-                       OmissionReason.RAW_BYTE_BUDGET, artifact_id=artifact.id, locator=parsed,
-                       answer="the raw evidence budget of this model call is spent; answer with what you have")
+        return _spent(policy, ref_, spent_bytes, parsed, artifact_id=artifact.id)
     if parsed is None and artifact.result_bytes > cap:
-        return _over_budget(policy, artifact.id, None, artifact.result_bytes, cap)
+        return _over_budget(policy, ref_, None, artifact.result_bytes, cap, artifact_id=artifact.id)
     return RecallDecision(
         allowed=True, artifact_id=artifact.id, locator=parsed, max_bytes=cap,
         decision=_decision(policy, ref_, DecisionOutcome.REHYDRATED,
@@ -253,17 +251,12 @@ def _plan_message(policy: ContextPolicy, viewer: Viewer, message: MessageRecord,
         raise RecallLocatorError(f"a message is text: use a locator of kind {' or '.join(MESSAGE_LOCATOR_KINDS)}, "
                                  f"not {locator.get('kind')!r}")
     parsed = parse_locator(message.id, locator)
-    cap = min(policy.rehydration_item_bytes, policy.rehydration_total_bytes - spent_bytes)
-    size = len(message.content.encode("utf-8"))
+    cap = _cap(policy, spent_bytes)
     if cap <= 0:
-        return _denied(policy, subject, f"recall byte budget of the run spent ({spent_bytes} bytes served)",
-                       OmissionReason.RAW_BYTE_BUDGET, locator=parsed,
-                       answer="the raw evidence budget of this model call is spent; answer with what you have")
+        return _spent(policy, subject, spent_bytes, parsed)
+    size = len(message.content.encode("utf-8"))
     if parsed is None and size > cap:
-        return _denied(policy, subject, f"whole message is {size} bytes, over the {cap}-byte cap",
-                       OmissionReason.RAW_BYTE_BUDGET, locator=parsed,
-                       answer=(f"the message is {size} bytes, over the {cap} bytes you may receive; "
-                               "ask for a narrower slice with a lines locator"))
+        return _over_budget(policy, subject, None, size, cap)
     return RecallDecision(
         allowed=True, message_id=message.id, locator=parsed, max_bytes=cap,
         decision=_decision(policy, subject, DecisionOutcome.REHYDRATED,
@@ -289,22 +282,15 @@ def settle_recall(policy: ContextPolicy, planned: RecallDecision, served: str) -
         raise ValueError("only an allowed recall is settled")
     size = len(served.encode("utf-8"))
     if size > planned.max_bytes:
-        if planned.message_id is not None:
-            return _denied(policy, f"message:{planned.message_id}",
-                           f"{describe(planned.locator)} is {size} bytes, over the {planned.max_bytes}-byte cap",
-                           OmissionReason.RAW_BYTE_BUDGET, locator=planned.locator,
-                           answer=(f"the evidence asked for is {size} bytes, over the {planned.max_bytes} bytes "
-                                   "you may receive; ask for fewer lines"))
-        return _over_budget(policy, planned.artifact_id or "", planned.locator, size, planned.max_bytes)
+        return _over_budget(policy, _subject(planned), planned.locator, size, planned.max_bytes,
+                            artifact_id=planned.artifact_id)
     reason = f"recall of exact evidence ({describe(planned.locator)}): {size} of at most {planned.max_bytes} bytes"
     return planned.model_copy(update={"decision": planned.decision.model_copy(update={"reason": reason})})
 
 
 def refuse_locator(policy: ContextPolicy, planned: RecallDecision, error: str) -> RecallDecision:
     """The decision for an allowed recall whose locator does not fit the payload (rows past the end ...)."""
-    subject = (f"message:{planned.message_id}" if planned.message_id is not None
-               else f"artifact:{planned.artifact_id}")
-    return _denied(policy, subject, f"locator does not fit: {error}", None,
+    return _denied(policy, _subject(planned), f"locator does not fit: {error}", None,
                    artifact_id=planned.artifact_id, locator=planned.locator, answer=error)
 
 
@@ -322,12 +308,30 @@ def bad_locator(policy: ContextPolicy, ref: str, error: str) -> RecallDecision:
     return _denied(policy, f"recall:{ref}", f"malformed locator: {error}", None, answer=error)
 
 
-def _over_budget(policy: ContextPolicy, artifact_id: str, locator: Locator | None, size: int,
-                 cap: int) -> RecallDecision:
-    return _denied(policy, f"artifact:{artifact_id}", f"{describe(locator)} is {size} bytes, over the {cap}-byte cap",
+def _cap(policy: ContextPolicy, spent_bytes: int) -> int:
+    """The most bytes one recall may serve, after what earlier recalls of the model run served."""
+    return min(policy.rehydration_item_bytes, policy.rehydration_total_bytes - spent_bytes)
+
+
+def _subject(planned: RecallDecision) -> str:
+    """The decision subject of an allowed recall: the message or the artifact it serves."""
+    return f"message:{planned.message_id}" if planned.message_id is not None else f"artifact:{planned.artifact_id}"
+
+
+def _spent(policy: ContextPolicy, subject: str, spent_bytes: int, locator: Locator | None, *,
+           artifact_id: str | None = None) -> RecallDecision:
+    return _denied(policy, subject, f"recall byte budget of the run spent ({spent_bytes} bytes served)",
+                   OmissionReason.RAW_BYTE_BUDGET, artifact_id=artifact_id, locator=locator,
+                   answer="the raw evidence budget of this model call is spent; answer with what you have")
+
+
+def _over_budget(policy: ContextPolicy, subject: str, locator: Locator | None, size: int, cap: int, *,
+                 artifact_id: str | None = None) -> RecallDecision:
+    kinds = "rows, lines or json_pointer" if subject.startswith("artifact:") else "lines"
+    return _denied(policy, subject, f"{describe(locator)} is {size} bytes, over the {cap}-byte cap",
                    OmissionReason.RAW_BYTE_BUDGET, artifact_id=artifact_id, locator=locator,
                    answer=(f"the evidence asked for is {size} bytes, over the {cap} bytes you may receive; "
-                           "ask for a narrower slice with a locator (rows, lines or json_pointer)"))
+                           f"ask for a narrower slice with a locator ({kinds})"))
 
 
 def _several_sources(sources: list[ArtifactRecord]) -> str:

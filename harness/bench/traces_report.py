@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.bench.billing import PRICE_MODELS, Bill, summarise_bills
+from policy.epochs import EPOCH_CONTINUED, OVER_BUDGET, OVER_GROWTH, PREFIX_CHANGED, RESTART_PREFIXES
 from policy.validate import problem_rule
 
 LAST_CALL_MIN_CALLS = 8
@@ -159,22 +160,21 @@ def epoch_class(started: bool, reason: str) -> str:
 
     ``prefix changed (changed: memory:…; new: message:…)`` becomes ``prefix changed: changed memory``
     (its first part and that part's first record kind); a budget restart is ``budget``.
+    The reasons' openings are :data:`policy.epochs.RESTART_PREFIXES`; any other reason (the first call,
+    a policy or route change) is cut before its first variable part.
     """
     if not started:
-        return "continued"
-    if reason.startswith("prefix changed ("):
-        first = reason[len("prefix changed ("):].split(";")[0]
-        label, _, refs = first.partition(": ")
-        return f"prefix changed: {label} {refs.split(':')[0]}".strip() if refs else "prefix changed: order"
-    if reason.startswith("the context would reach"):
-        return "budget"
-    if reason.startswith("the appended events reached"):
-        return "epoch_growth_tokens"
-    for prefix in ("a result appended as pending has arrived", "an appended result went stale",
-                   "policy changed", "provider route changed", "runtime mode changed"):
-        if reason.startswith(prefix):
-            return prefix
-    return reason.split(" (")[0]
+        return EPOCH_CONTINUED
+    if reason.startswith(PREFIX_CHANGED):
+        label, _, refs = reason[len(PREFIX_CHANGED):].split(";")[0].partition(": ")
+        return f"prefix changed: {label} {refs.split(':')[0]}" if refs else "prefix changed: order"
+    opening = next((p for p in RESTART_PREFIXES if reason.startswith(p)), None)
+    if opening is not None:
+        return _SHORT_CLASS.get(opening, opening)
+    return reason.split(" (")[0].split(" from ")[0]
+
+
+_SHORT_CLASS = {OVER_BUDGET: "budget", OVER_GROWTH: "epoch_growth_tokens"}
 
 
 def epoch_costs(rows: list[CallRow], name: str, model: str = "anthropic") -> dict[str, dict[str, float | int]]:
@@ -186,19 +186,21 @@ def epoch_costs(rows: list[CallRow], name: str, model: str = "anthropic") -> dic
     calls = [row.strategies[name] for row in rows if row.strategies[name].epoch is not None]
     if not calls or model not in calls[0].bills:
         return {}
-    total_cost = sum(c.bills[model].cost for c in calls) or 1.0
+    groups: dict[str, list[StrategyCall]] = defaultdict(list)
+    for call in calls:
+        groups[call.epoch or ""].append(call)
+    cost = {label: sum(c.bills[model].cost for c in mine) for label, mine in groups.items()}
+    total_cost = sum(cost.values()) or 1.0
     total_written = sum(c.bills[model].written for c in calls) or 1
-    out: dict[str, dict[str, float | int]] = {}
-    for label in sorted({c.epoch for c in calls if c.epoch is not None},
-                        key=lambda e: -sum(c.bills[model].cost for c in calls if c.epoch == e)):
-        mine = [c for c in calls if c.epoch == label]
-        out[label] = {
-            "calls": len(mine),
-            "cost_share": round(sum(c.bills[model].cost for c in mine) / total_cost, 4),
-            "written_share": round(sum(c.bills[model].written for c in mine) / total_written, 4),
-            "tokens_per_call_mean": round(sum(c.prompt_tokens for c in mine) / len(mine), 1),
+    return {
+        label: {
+            "calls": len(groups[label]),
+            "cost_share": round(cost[label] / total_cost, 4),
+            "written_share": round(sum(c.bills[model].written for c in groups[label]) / total_written, 4),
+            "tokens_per_call_mean": round(sum(c.prompt_tokens for c in groups[label]) / len(groups[label]), 1),
         }
-    return out
+        for label in sorted(groups, key=lambda label: -cost[label])
+    }
 
 
 def summarise(rows: list[CallRow], name: str) -> dict[str, Any]:

@@ -6,6 +6,7 @@ import pytest
 
 from harness.bench.billing import Bill
 from harness.bench.traces_report import CallRow, StrategyCall, epoch_class, epoch_costs
+from policy.epochs import prefix_change
 
 
 @pytest.mark.parametrize("started, reason, expected", [
@@ -16,6 +17,7 @@ from harness.bench.traces_report import CallRow, StrategyCall, epoch_class, epoc
     (True, "prefix changed (order)", "prefix changed: order"),
     (True, "the context would reach 9001 tokens (budget 8192)", "budget"),
     (True, "the appended events reached 2100 tokens (epoch_growth_tokens 2000)", "epoch_growth_tokens"),
+    (True, "provider route changed from openai", "provider route changed"),
     (True, "a result appended as pending has arrived (tool_call:abc)", "a result appended as pending has arrived"),
     (True, "policy changed from dossier-default/6#5d7d1b10a1b8", "policy changed"),
 ])
@@ -37,3 +39,9 @@ def test_epoch_costs_split_the_billed_cost_and_the_writes_by_class_largest_first
     assert costs["budget"] == {"calls": 1, "cost_share": 0.7, "written_share": 0.9, "tokens_per_call_mean": 900.0}
     assert costs["continued"]["calls"] == 2 and costs["continued"]["tokens_per_call_mean"] == 200.0
     assert epoch_costs([_row(None, 1.0, 0, 10)], "dossier") == {}  # a strategy without epochs
+
+
+def test_the_classes_follow_the_reasons_the_policy_writes():
+    """Built by the policy's own functions, not copied: a reworded reason would fall out of its class."""
+    reason = prefix_change(["memory:a#1", "message:b#2"], ["memory:a#9", "message:b#2"])
+    assert epoch_class(True, reason) == "prefix changed: changed memory"

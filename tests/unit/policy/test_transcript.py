@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from policy.enums import DecisionOutcome, MessageRole, OmissionReason
+from policy.enums import DecisionOutcome, MessageRole, OmissionReason, VisibilityScope
 from policy.policy import ContextPolicy
 from policy.render import OPENING_NOTE
 from policy_builders import (
@@ -321,12 +321,15 @@ def test_another_participants_answer_is_listed_by_its_label_and_size_only(run):
 def test_sibling_and_private_messages_are_never_summarised(run):
     messages = [
         message("s1", 11, "user", "sibling secret", branch=SIBLING),
+        message("p1", 12, "assistant", "private scratch", author=OTHER,
+                visibility=VisibilityScope.PARTICIPANT_PRIVATE),
         *[message(f"m{i}", 20 + i, "user" if i % 2 else "assistant", f"branch turn {i}") for i in range(1, 7)],
     ]
     policy = ContextPolicy(message_window=2, keep_older_user_messages=False, keep_opening_request=False,
                            transcript_summary_after=1)
     summary = _summary(run(candidates(messages=messages), policy=policy))
     assert "- 4 message(s)" in summary and "sibling secret" not in summary and "msg:s1" not in summary
+    assert "msg:p1" not in summary
 
 
 def test_the_summary_is_carried_past_a_threshold_and_fewer_older_messages_are_only_counted(run):
