@@ -129,6 +129,7 @@ def _memories(
     """Admit tool memories; returns the tool calls they cover and their items."""
     policy, boundary, viewer, short, ledger = ctx.policy, ctx.boundary, ctx.viewer, ctx.short, ctx.ledger
     call_of_artifact = {artifact.id: artifact.tool_call_id for artifact in candidates.artifacts}
+    brief = not policy.detailed_memories(boundary.token_budget)
     passed: list[ToolMemoryRecord] = []
     for memory in by_seq(candidates.tool_memories):
         ref = f"memory:{memory.id}"
@@ -177,7 +178,7 @@ def _memories(
             items.append(Item(ref, "stale", RecordClass.EPISTEMIC, False, 2, memory.seq, text))
             continue
         conflicts = [other for other in memory.conflicts_with if other in admitted_ids]
-        text = memory_line(memory, short, conflicts, cited_as)
+        text = memory_line(memory, short, conflicts, cited_as, brief=brief)
         items.append(Item(ref, "memory", RecordClass.EPISTEMIC, False, 0 if conflicts else 1, memory.seq, text))
     return covered, items
 

@@ -29,6 +29,7 @@ from policy.records import (
     canonical_json,
 )
 from policy.summarise import (
+    BRIEF_KEY,
     FIELD_SEPARATOR,
     HEADER_CLOSE,
     HEADER_OPEN,
@@ -36,6 +37,7 @@ from policy.summarise import (
     json_summary,
     scalar,
     summary_budget,
+    text_brief,
     text_summary,
 )
 from policy.tools import ResultKind, ToolSpec
@@ -166,7 +168,8 @@ def derive_memory(
             locators = whole
             kind = "search" if kind == "search" else source
         else:
-            summary, payload, locators = text_summary(text), {}, whole
+            summary, payload = _text_summaries(text, spec, title)
+            locators = whole
     # RecursionError: json.loads raises it for pathologically nested input.
     except (ValueError, csv.Error, DerivationError, RecursionError) as exc:
         return _draft(spec, arguments, observed_at, title=title,
@@ -175,6 +178,13 @@ def derive_memory(
                       limitations=f"could not parse as {kind}: {exc}")
     return _draft(spec, arguments, observed_at, title=title, summary=f"{title}{RESULT_SEPARATOR}{summary}",
                   payload=payload, confidence=0.95, source=f"{kind} deriver", locators=locators)
+
+
+def _text_summaries(text: str, spec: ToolSpec, title: str) -> tuple[str, dict[str, Any]]:
+    """A text result's detailed summary, and its payload: the brief one when that is shorter."""
+    detail = text_summary(text, spec.summary_chars or summary_budget(len(text)))
+    brief = text_brief(text)
+    return detail, ({BRIEF_KEY: f"{title}{RESULT_SEPARATOR}{brief}"} if brief != detail else {})
 
 
 def _draft(

@@ -31,6 +31,7 @@ from policy.records import (
     canonical_json,
 )
 from policy.retention import ARGUMENTS_REDACTED, arguments_redacted
+from policy.summarise import BRIEF_KEY
 
 _PREFIX_LENGTHS = (8, 12, 16)
 
@@ -294,14 +295,16 @@ def receipt_line(call: ToolCallRecord, short: ShortIds) -> str:
 
 
 def memory_line(memory: ToolMemoryRecord, short: ShortIds, conflicts: Iterable[str] = (),
-                cited_as: Mapping[str, str] | None = None) -> str:
+                cited_as: Mapping[str, str] | None = None, *, brief: bool = False) -> str:
     """A current tool memory: summary, and only the caveats that change its reading.
 
     ``cited_as`` names a conflicting memory shown some other way (a result appended as its call's
-    native tool message is ``t:<call>``); the rest are ``m:<memory>``.
+    native tool message is ``t:<call>``); the rest are ``m:<memory>``. ``brief``: the memory's
+    short summary where it has one (a text result's, :data:`BRIEF_KEY` in its payload).
     """
     cited_as = cited_as or {}
-    parts = [f"{cite(RefKind.MEMORY, short(memory.id))} {inert(memory.summary)}"]
+    summary = memory.payload.get(BRIEF_KEY) if brief else None
+    parts = [f"{cite(RefKind.MEMORY, short(memory.id))} {inert(summary if isinstance(summary, str) else memory.summary)}"]
     if memory.resolution is ResolutionStatus.MISSING_SOURCE:
         missing = ",".join(ref(RefKind.ARTIFACT, short(a)) for a in memory.source_artifact_ids)
         parts.append(f"(UNVERIFIED: source artifact {missing} missing)")

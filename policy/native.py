@@ -289,7 +289,7 @@ def _result(
                      counter, supersedes)
     if memory is not None and is_stale(memory, policy, now):
         return _plan(call, "stale", stale_marker_line(memory, short, stale_at(memory, policy)), counter, supersedes)
-    line = memory_line(memory, short) if memory else f"{cite(RefKind.ARTIFACT, short(artifact.id))} captured"
+    line = memory_line(memory, short, brief=not policy.detailed_memories(ctx.boundary.token_budget)) if memory else f"{cite(RefKind.ARTIFACT, short(artifact.id))} captured"
     if artifact.privacy not in viewer.route.raw_allowed:
         why = f"raw {artifact.privacy.value} results are not sent on route {viewer.route.name}"
     elif artifact.result_bytes > (cap := policy.whole_result_bytes(ctx.boundary.token_budget)):

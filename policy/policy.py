@@ -81,7 +81,7 @@ DEFAULT_FRESHNESS_TTL: dict[FreshnessClass, timedelta | None] = {
 class ContextPolicy(Record):
     """Every knob of context assembly; frozen, hashed, versioned."""
 
-    version: str = "dossier-default/7"
+    version: str = "dossier-default/8"
     """Human name of the rule set; bump it whenever a default changes."""
     routes: tuple[ProviderRoute, ...] = DEFAULT_ROUTES
     default_token_budget: int = 8192
@@ -136,6 +136,11 @@ class ContextPolicy(Record):
     messages: the raw result when it is at most this big (at the default budget; in proportion
     above it, :meth:`whole_result_bytes`) and its route may carry its raw bytes, else a view or
     the result's compact memory."""
+    memory_detail_budget: int | None = Field(default=16384, ge=0)
+    """A text result's memory is shown in detail (its most telling lines up to half its size, at most
+    1,500 characters: ``policy.summarise.text_summary``) in a context whose token budget is at least
+    this; below it, as its brief (the first line, up to two lines that say something failed, the line count).
+    ``None``: always the brief."""
     native_view_bytes: int = Field(default=4096, ge=0)
     """A text result over ``native_result_bytes`` is first read as a view of about this many bytes (its
     head, tail and the lines that say something failed, with the line ranges of the rest to recall:
@@ -155,9 +160,10 @@ class ContextPolicy(Record):
     """Text the participant wrote next to its own tool calls, kept in the appended part up to this
     many characters. Text that only restates a call (a ReAct agent's action blob) is always left
     out: the native call carries it. ``None`` keeps the rest whole, 0 drops it."""
-    epoch_supersession: str = Field(default="restart", pattern="^(restart|note)$")
-    """When an appended result supersedes a memory in the prefix: ``restart`` the epoch, or
-    ``note`` it right after the result (the prefix keeps the older line)."""
+    epoch_supersession: str = Field(default="note", pattern="^(restart|note)$")
+    """When an appended result supersedes a memory in the prefix: ``note`` it right after the result
+    (the prefix keeps the older line, the note names it superseded, as for an appended result), or
+    ``restart`` the epoch (the next prefix leaves the older line out)."""
     epoch_staleness: str = Field(default="restart", pattern="^(restart|note)$")
     """When a memory in the prefix goes stale during an epoch: ``restart`` (the new prefix shows its
     stale marker), or ``note`` it after the events so far (the prefix keeps the line it started with)."""
@@ -168,6 +174,11 @@ class ContextPolicy(Record):
         if token_budget is None or token_budget <= self.default_token_budget:
             return self.native_result_bytes
         return self.native_result_bytes * token_budget // self.default_token_budget
+
+    def detailed_memories(self, token_budget: int | None) -> bool:
+        """Whether text memories show their detailed summary under ``token_budget`` (``None``: the default)."""
+        budget = self.default_token_budget if token_budget is None else token_budget
+        return self.memory_detail_budget is not None and budget >= self.memory_detail_budget
 
     def window_for(self, runtime_kind: RuntimeKind) -> int:
         """The transcript window for a runtime mode."""

@@ -367,33 +367,103 @@ def _key_of(text: str) -> str:
     return re.split(r"[=:]", text, maxsplit=1)[0]
 
 
-_SIGNAL = re.compile(r"\b(ERROR|FATAL|CRITICAL|PANIC|Traceback|Exception|[A-Z][A-Za-z]+Error)\b")
-_SIGNAL_LINES = 2
+_SIGNAL = re.compile(
+    r"\b(ERROR|FATAL|CRITICAL|PANIC|FAIL|FAILED|FAILURE|Traceback|Exception|[A-Z][A-Za-z]+Error)\b")
+_DEFINITION = re.compile(r"^(\d+\s+)?(async def|def|class|function|func|fn|pub fn|struct|interface|impl|module)\s+\w")
+"""A code line that names what it defines (``nl -ba`` line numbers allowed in front)."""
 _LINE_CHARS = 200
+_BRIEF_SIGNALS = 2
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{2,}")
+BRIEF_KEY = "brief"
+"""A memory payload's short summary (a text result's :func:`text_brief`), which a
+context on a small budget shows instead of the detailed one (``ContextPolicy.memory_detail_budget``)."""
+TEXT_LINE_SEPARATOR = " | "
+"""Between the kept lines of a text summary."""
+TEXT_GAP = "…"
+"""Where lines of a text summary were left out."""
 
 
-def text_summary(text: str) -> str:
-    """First line of a text result, then up to two error lines, and the line count.
+def _clip(line: str) -> str:
+    return line if len(line) <= _LINE_CHARS else line[: _LINE_CHARS - 1] + "…"
 
-    Log and build output puts its identity (tool, build, run) first and its
-    trouble in ERROR/FATAL/exception lines; everything else is progress
-    noise that stays in the raw artifact.
+
+def _rarity(lines: list[str]) -> list[float]:
+    """Each line's information: the sum over its words of 1 / (lines the word occurs in).
+
+    A word seen on one line only (a name defined there, a failing test, a path) counts 1; a word
+    repeated on every progress line counts almost nothing, so repetitive noise ranks last.
+    """
+    words = [set(_WORD.findall(line)) for line in lines]
+    spread: dict[str, int] = {}
+    for found in words:
+        for word in found:
+            spread[word] = spread.get(word, 0) + 1
+    return [sum(1 / spread[word] for word in found) for found in words]
+
+
+def text_brief(text: str) -> str:
+    """A text result in one short line: whole when it is as short as one line may be, else its first line, up
+    to two lines that say something failed, and the line count.
+
+    What a context on a small budget shows (:data:`BRIEF_KEY`): the identity of a log or listing and its
+    trouble; everything else stays in the raw artifact, by locator.
     """
     lines = [" ".join(line.split()) for line in text.strip().splitlines()]
     lines = [line for line in lines if line]
     if not lines:
         return ""
-
-    def clip(line: str) -> str:
-        return line if len(line) <= _LINE_CHARS else line[: _LINE_CHARS - 1] + "…"
-
-    shown = [clip(lines[0])]
-    shown += [clip(line) for line in lines[1:] if _SIGNAL.search(line)][:_SIGNAL_LINES]
-    body = " | ".join(shown)
+    whole = TEXT_LINE_SEPARATOR.join(lines)
+    if len(whole) <= _LINE_CHARS:
+        return whole
+    shown = [_clip(lines[0]), *[_clip(line) for line in lines[1:] if _SIGNAL.search(line)][:_BRIEF_SIGNALS]]
+    body = TEXT_LINE_SEPARATOR.join(shown)
     return f"{body} ({len(lines)} lines)" if len(lines) > 1 else body
 
 
+def text_summary(text: str, room: int = SUMMARY_CHARS) -> str:
+    """A text result in about ``room`` characters: whole when it fits, else its most telling lines.
+
+    The lines are whitespace-collapsed and joined with :data:`TEXT_LINE_SEPARATOR`. When they do
+    not all fit, the first line (a log's or listing's identity), the lines that say something failed
+    (ERROR/FAIL/exception lines), the last line (a test run's totals, a command's verdict) and the
+    lines of code that define a name (``def``, ``class``, ...: an outline) are kept first; the rest of the room goes to the lines with the most words found nowhere else in the
+    result (definitions, failing tests, paths: :func:`_rarity`), so repeated progress noise goes
+    first. Kept lines stay in their order, :data:`TEXT_GAP` marks where lines were left out, and the
+    line count ends the summary; the raw artifact keeps every byte, by locator.
+    """
+    lines = [" ".join(line.split()) for line in text.strip().splitlines()]
+    lines = [line for line in lines if line]
+    if not lines:
+        return ""
+    whole = TEXT_LINE_SEPARATOR.join(lines)
+    if len(whole) <= room:
+        return whole
+    clipped = [_clip(line) for line in lines]
+    first = [0, *(i for i in range(1, len(lines)) if _SIGNAL.search(lines[i])), len(lines) - 1,
+             *(i for i in range(1, len(lines)) if _DEFINITION.match(lines[i]))]
+    rarity = _rarity(lines)
+    leading = set(first)
+    rest = sorted((i for i in range(len(lines)) if i not in leading), key=lambda i: (-rarity[i], i))
+    kept: set[int] = set()
+    spent = 0
+    for i in dict.fromkeys([*first, *rest]):
+        cost = len(clipped[i]) + len(TEXT_LINE_SEPARATOR)
+        if spent + cost > room and kept:
+            continue
+        kept.add(i)
+        spent += cost
+    parts: list[str] = []
+    for i in sorted(kept):
+        if parts and i - 1 not in kept:
+            parts.append(TEXT_GAP)
+        parts.append(clipped[i])
+    if max(kept) < len(lines) - 1:
+        parts.append(TEXT_GAP)
+    return f"{TEXT_LINE_SEPARATOR.join(parts)} ({len(lines)} lines, {len(kept)} shown)"
+
+
 __all__ = [
+    "BRIEF_KEY",
     "CELL_SEPARATOR",
     "COMMON_CLOSE",
     "COMMON_OPEN",
@@ -417,11 +487,14 @@ __all__ = [
     "SUMMARY_CHARS",
     "SUMMARY_MAX_CHARS",
     "SUMMARY_SHARE",
+    "TEXT_GAP",
+    "TEXT_LINE_SEPARATOR",
     "is_free_text",
     "json_summary",
     "key_tier",
     "list_part",
     "scalar",
     "summary_budget",
+    "text_brief",
     "text_summary",
 ]

@@ -27,8 +27,10 @@ from policy_builders import (
     omission_of,
     selected,
     skill,
+    system_text,
     tool_call,
 )
+from policy.summarise import BRIEF_KEY
 
 # Each kind: (candidate group, ref prefix, builder(id, seq, branch, owner, visibility, shared_with, **kw)).
 KINDS: dict[str, tuple[str, str, Callable[..., Any]]] = {
@@ -229,3 +231,19 @@ def test_gate_order_scope_before_promotion_before_privacy():
     assert admit(record, record.privacy, viewer).reason is OmissionReason.NOT_PROMOTED
     record = memory("m", 12)
     assert admit(record, record.privacy, viewer).reason is OmissionReason.PRIVACY_ROUTE
+
+
+def test_a_text_memory_is_shown_in_detail_on_a_large_budget_and_as_its_brief_on_a_small_one(run):
+    detail = "bash(command=cat ledger.py) → import os | … | class Ledger: | def post(self, entry): (206 lines, 15 shown)"
+    brief = "bash(command=cat ledger.py) → import os | … | pass (206 lines, 2 shown)"
+    graph = candidates(tool_memories=[memory("mem-file", 20, summary=detail, payload={BRIEF_KEY: brief})])
+    assert DEFAULT_POLICY.memory_detail_budget == 16384
+    large = system_text(run(graph, boundary(token_budget=16384)))
+    small = system_text(run(graph, boundary(token_budget=16383)))
+    assert "def post(self, entry)" in large and "2 shown" not in large
+    assert "2 shown" in small and "def post" not in small
+    # A memory without a brief (a structured result's, or one derived before briefs) shows its summary.
+    plain = candidates(tool_memories=[memory("mem-json", 20, summary="get_order(id=7) → status=paid")])
+    assert "status=paid" in system_text(run(plain, boundary(token_budget=1024)))
+    never = DEFAULT_POLICY.model_copy(update={"memory_detail_budget": None})
+    assert "2 shown" in system_text(run(graph, boundary(token_budget=200_000), never))

@@ -14,7 +14,7 @@ from policy.links import link_memory
 from policy.enums import FreshnessClass, ToolCallStatus
 from policy.records import Locator
 from policy.rehydration import slice_payload
-from policy.summarise import SUMMARY_CHARS, SUMMARY_MAX_CHARS, summary_budget
+from policy.summarise import BRIEF_KEY, SUMMARY_CHARS, SUMMARY_MAX_CHARS, summary_budget, text_summary
 from policy.tools import ToolCatalog, ToolSpec, default_visibility
 from policy_builders import NOW
 
@@ -279,7 +279,7 @@ def test_malformed_file_handle_is_a_low_confidence_memory(raw):
     ("raw", "summary"),
     [
         (b"single line", "single line"),
-        (b"line one\nline two\n", "line one (2 lines)"),
+        (b"line one\nline two\n", "line one | line two"),
         (b"  spaced   out  \n", "spaced out"),
         (b"", ""),
     ],
@@ -417,19 +417,57 @@ def test_derived_facts_drive_conflicts():
     assert link_memory(new.subject_key, new.payload["facts"], existing) == ([], ["m-old"])
 
 
-def test_text_summary_keeps_the_first_line_and_error_lines_only():
-    log = (
-        "2026-11-30T01:00:00Z INFO job starting build=42 batch_size=5000\n"
-        + "".join(f"2026-11-30T01:{i:02d}:00Z INFO batch {i} ok\n" for i in range(1, 20))
-        + "2026-11-30T01:30:00Z ERROR job deadline exceeded\n"
-        + "(!) Some chunks are larger than 500 kB\n"
-        + "2026-11-30T01:30:01Z INFO job stopped\n"
-    )
-    memory = derive(log.encode(), content_type="text/plain", spec=ToolSpec(name="logs"))
-    assert memory.summary == (
-        "logs() → 2026-11-30T01:00:00Z INFO job starting build=42 batch_size=5000 | "
-        "2026-11-30T01:30:00Z ERROR job deadline exceeded (23 lines)"
-    )
+def _ci_log(lines: int = 133) -> str:
+    """A CI log: a header, progress lines, one failing test with its assertion in the middle, the totals."""
+    out = ["ci run 4711 on runner linux-x64 (python 3.12)"]
+    for i in range(1, lines - 3):
+        out.append(f"tests/test_api.py::test_case_{i} PASSED [{i * 100 // lines:3d}%]")
+        if i == lines // 2:
+            out.append("tests/test_billing.py::test_invoice_total_rounds_half_up FAILED")
+            out.append("E   AssertionError: assert Decimal('10.04') == Decimal('10.05')")
+    out.append("==== 1 failed, 129 passed in 12.31s ====")
+    return "\n".join(out) + "\n"
+
+
+def test_a_text_result_that_fits_its_room_is_its_memory_whole():
+    listing = "django/db/backends/oracle/operations.py\ndjango/db/backends/sqlite3/operations.py\n"
+    memory = derive(listing.encode(), content_type="text/plain", spec=ToolSpec(name="find"))
+    assert memory.summary == ("find() → django/db/backends/oracle/operations.py | "
+                              "django/db/backends/sqlite3/operations.py")
+    assert memory.payload == {}  # as short as a brief: nothing shorter to show on a small budget
+
+
+def test_a_long_log_keeps_its_first_line_its_failure_and_its_totals():
+    memory = derive(_ci_log().encode(), content_type="text/plain", spec=ToolSpec(name="ci_logs"))
+    for line in ("ci run 4711 on runner linux-x64", "test_invoice_total_rounds_half_up FAILED",
+                 "AssertionError: assert Decimal('10.04') == Decimal('10.05')", "1 failed, 129 passed in 12.31s"):
+        assert line in memory.summary
+    assert memory.summary.endswith("(133 lines, 31 shown)"), memory.summary[-40:]
+    assert len(memory.summary) <= summary_budget(len(_ci_log())) + 60
+    assert memory.payload[BRIEF_KEY] == (
+        "ci_logs() → ci run 4711 on runner linux-x64 (python 3.12) | "
+        "tests/test_billing.py::test_invoice_total_rounds_half_up FAILED | "
+        "E AssertionError: assert Decimal('10.04') == Decimal('10.05') (133 lines)")
+
+
+def test_repeated_progress_lines_give_way_to_lines_that_say_something_new():
+    log = ("job 42 starting\n" + "".join(f"step {i} ok\n" for i in range(60))
+           + "config: region=eu-west-3 bucket=invoices-2026\n" + "".join(f"step {i} ok\n" for i in range(60, 120))
+           + "job 42 done\n")
+    summary = text_summary(log, 120)
+    assert summary.startswith("job 42 starting | ")
+    assert "| … | config: region=eu-west-3 bucket=invoices-2026 | … |" in summary
+    assert summary.endswith("| job 42 done (123 lines, 6 shown)")
+
+
+def test_a_source_file_keeps_an_outline_of_what_it_defines():
+    source = "\n".join(["import os", "", *[f"x{i} = {i}" for i in range(200)], "class Ledger:",
+                        "    def post(self, entry):", "        return entry", "async def settle(batch):",
+                        "    pass"])
+    summary = text_summary(source, 200)
+    assert summary.startswith("import os | ")
+    assert "| class Ledger: | def post(self, entry): |" in summary
+    assert "| async def settle(batch): |" in summary
 
 
 def test_echoed_arguments_are_not_repeated_in_the_summary():

@@ -276,6 +276,12 @@ def _superseded(timeline: Timeline) -> AssemblyResult:
     return timeline.call()
 
 
+def _superseded_restarting(timeline: Timeline) -> AssemblyResult:
+    """:func:`_superseded` under ``epoch_supersession="restart"`` (the default notes it instead)."""
+    timeline.policy = DEFAULT_POLICY.model_copy(update={"epoch_supersession": "restart"})
+    return _superseded(timeline)
+
+
 def _stale_prefix(timeline: Timeline) -> AssemblyResult:
     timeline.user("list my files")
     [old] = timeline.step("list_files")
@@ -356,7 +362,7 @@ def _pending_arrived(timeline: Timeline) -> AssemblyResult:
 
 RESTARTS = [
     # (case, how the world changes between two calls, the reason's start)
-    ("a prefix memory is superseded", _superseded, "prefix changed (gone: memory:mem-tc22-0)"),
+    ("a prefix memory is superseded (restart)", _superseded_restarting, "prefix changed (gone: memory:mem-tc22-0)"),
     ("a prefix memory goes stale", _stale_prefix, "prefix changed (changed: memory:"),
     ("an appended result goes stale", _stale_appended, "an appended result went stale"),
     ("a prefix message becomes invisible", _hidden, "prefix changed (gone: message:"),
@@ -378,7 +384,7 @@ def test_a_new_epoch_starts_when_the_prefix_would_change(timeline, change):
 
 
 def test_the_superseded_line_leaves_the_prefix_when_the_new_epoch_starts(timeline):
-    result = _superseded(timeline)
+    result = _superseded_restarting(timeline)
     old, new = (m for m in timeline.memories if m.source_tool == "list_files")
     text = "".join(m.content or "" for m in result.messages)
     assert old.summary not in text
@@ -386,8 +392,8 @@ def test_the_superseded_line_leaves_the_prefix_when_the_new_epoch_starts(timelin
     assert appended(result)[-1].tool_call_id == native_call_id(timeline.calls[-1].id)
 
 
-def test_supersession_can_be_noted_instead_of_restarting(timeline):
-    timeline.policy = DEFAULT_POLICY.model_copy(update={"epoch_supersession": "note"})
+def test_a_supersession_is_noted_by_default_instead_of_restarting(timeline):
+    assert DEFAULT_POLICY.epoch_supersession == "note"
     result = _superseded(timeline)
     assert not result.record.epoch.started
     note = SUPERSEDES_NOTE.format(call=timeline.cite("t", timeline.calls[-1].id),
@@ -451,7 +457,7 @@ def test_a_policy_change_starts_a_new_epoch(timeline):
     timeline.call()
     timeline.policy = DEFAULT_POLICY.model_copy(update={"message_window": 7})
     timeline.user("again")
-    assert epoch_decision(timeline.call()).reason.startswith("started: policy changed from dossier-default/7#")
+    assert epoch_decision(timeline.call()).reason.startswith("started: policy changed from dossier-default/8#")
 
 
 def test_epochs_can_be_turned_off(timeline):

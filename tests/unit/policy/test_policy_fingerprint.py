@@ -53,7 +53,7 @@ def test_fingerprint_is_stable_across_hash_seeds():
 def test_fingerprint_is_a_sha256_and_the_version_tag_cites_it():
     fingerprint = DEFAULT_POLICY.fingerprint
     assert len(fingerprint) == 64 and int(fingerprint, 16) >= 0
-    assert DEFAULT_POLICY.version_tag == f"dossier-default/7#{fingerprint[:12]}"
+    assert DEFAULT_POLICY.version_tag == f"dossier-default/8#{fingerprint[:12]}"
 
 
 def test_equal_policies_have_equal_fingerprints():
@@ -97,7 +97,8 @@ CHANGES = [
     ("epochs", {"epochs": False}),
     ("epoch_growth_tokens", {"epoch_growth_tokens": 512}),
     ("own_step_text_chars", {"own_step_text_chars": None}),
-    ("epoch_supersession", {"epoch_supersession": "note"}),
+    ("epoch_supersession", {"epoch_supersession": "restart"}),
+    ("memory_detail_budget", {"memory_detail_budget": None}),
     ("epoch_staleness", {"epoch_staleness": "note"}),
     ("native_view_bytes", {"native_view_bytes": 0}),
     ("native_view_source_bytes", {"native_view_source_bytes": 1024}),
