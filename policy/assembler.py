@@ -28,12 +28,15 @@ from policy.budget import spend_budget
 from policy.enums import DecisionOutcome
 from policy.epochs import (
     EPOCH_CONTINUED,
+    break_even_reason,
     continuation_blocker,
     epoch_id,
     fresh_boundary,
     in_epoch,
     incompatibility,
+    own_model_calls,
     prefix_digest,
+    restart_pays,
     split_at,
     stale_note_texts,
     stale_notes,
@@ -83,7 +86,7 @@ def select_context(
         raise BoundaryMismatchError(
             f"candidates were loaded for branch {candidates.lineage.active_branch_id}, boundary is {boundary.branch_id}"
         )
-    participant = _participant(candidates, boundary.participant_id)
+    _participant(candidates, boundary.participant_id)  # an unknown participant is an error, not an empty context
     short = short_ids_for(candidates)
     # 0 is a budget (protected state only), not "unset".
     budget = policy.default_token_budget if boundary.token_budget is None else boundary.token_budget
@@ -94,12 +97,38 @@ def select_context(
         selection = _select(_pass(policy, boundary, candidates, counter, short), frame)
         reason = continuation_blocker(policy, epoch, selection)
         if reason is None:
+            fresh = _break_even(selection, counter, short)
+            if fresh is not None:
+                return fresh
             return in_epoch(selection, epoch.epoch_id, started=False, reason=EPOCH_CONTINUED)
-    boundary_seq = fresh_boundary(candidates, participant.id)
+    selection, new_epoch = _fresh(policy, boundary, candidates, counter, short, budget)
+    return in_epoch(selection, new_epoch, started=True, reason=reason or "new epoch")
+
+
+def _fresh(policy: ContextPolicy, boundary: GenerationBoundary, candidates: CandidateSet, counter: TokenCounter,
+           short: ShortIds, budget: int) -> tuple[Selection, str]:
+    """A new epoch's selection at a fresh boundary, and the epoch's id."""
+    boundary_seq = fresh_boundary(candidates, boundary.participant_id)
     frame = _Frame(budget, boundary_seq, candidates.snapshot_seq, None)
     selection = _select(_pass(policy, boundary, candidates, counter, short), frame)
-    return in_epoch(selection, epoch_id(boundary_seq, selection.epoch.prefix_digest), started=True,
-                    reason=reason or "new epoch")
+    return selection, epoch_id(boundary_seq, selection.epoch.prefix_digest)
+
+
+def _break_even(continued: Selection, counter: TokenCounter, short: ShortIds) -> Selection | None:
+    """A new epoch instead of ``continued`` when it repays its cache write (:func:`policy.epochs.restart_pays`)."""
+    policy, boundary, candidates = continued.policy, continued.boundary, continued.candidates
+    if not policy.epoch_break_even or continued.events.tokens < policy.break_even_min_tokens:
+        return None
+    now_tokens = continued.prefix_tokens + continued.events.tokens
+    horizon = own_model_calls(candidates, boundary.participant_id)
+    # The fresh context holds at least the prompt: no smaller one can pay, so skip the pass.
+    if not restart_pays(policy, now_tokens, 0, horizon):
+        return None
+    fresh, new_epoch = _fresh(policy, boundary, candidates, counter, short, continued.token_budget)
+    fresh_tokens = fresh.prefix_tokens + fresh.events.tokens
+    if not restart_pays(policy, now_tokens, fresh_tokens, horizon):
+        return None
+    return in_epoch(fresh, new_epoch, started=True, reason=break_even_reason(now_tokens, fresh_tokens, horizon))
 
 
 @dataclass(frozen=True)

@@ -62,7 +62,8 @@ PENDING_ARRIVED = "a result appended as pending has arrived"
 APPENDED_STALE = "an appended result went stale"
 OVER_BUDGET = "the context would reach"
 OVER_GROWTH = "the appended events reached"
-RESTART_PREFIXES = (PREFIX_CHANGED, PENDING_ARRIVED, APPENDED_STALE, OVER_BUDGET, OVER_GROWTH)
+BREAK_EVEN = "break-even:"
+RESTART_PREFIXES = (PREFIX_CHANGED, PENDING_ARRIVED, APPENDED_STALE, OVER_BUDGET, OVER_GROWTH, BREAK_EVEN)
 """How :func:`continuation_blocker`'s and :func:`prefix_change`'s reasons start (the rest names ids and sizes)."""
 
 
@@ -240,6 +241,33 @@ def continuation_blocker(policy: ContextPolicy, epoch: EpochRecord, selection: S
     return None
 
 
+def own_model_calls(candidates: CandidateSet, participant_id: str) -> int:
+    """How many model calls the participant has made on the lineage (its assistant messages)."""
+    return sum(1 for m in candidates.messages
+               if m.role is MessageRole.ASSISTANT and m.author_participant_id == participant_id)
+
+
+def restart_pays(policy: ContextPolicy, now_tokens: int, fresh_tokens: int, horizon: int) -> bool:
+    """Whether starting a new epoch of ``fresh_tokens`` beats continuing one of ``now_tokens`` over ``horizon`` calls.
+
+    Continuing reads the whole context from the cache on this call and each later one:
+    ``horizon * read * now``. Restarting writes the smaller context once, then reads it:
+    ``write * fresh + (horizon - 1) * read * fresh``. What both append later costs the same either way.
+    (The closed form of the break-even discussed for prompt caches: restart when
+    ``horizon > fresh * (write - read) / (read * (now - fresh))`` and then some.)
+    """
+    if horizon < 1 or fresh_tokens >= now_tokens:
+        return False
+    read, write = policy.cache_read_price, policy.cache_write_price
+    return write * fresh_tokens + (horizon - 1) * read * fresh_tokens < horizon * read * now_tokens
+
+
+def break_even_reason(now_tokens: int, fresh_tokens: int, horizon: int) -> str:
+    """The restart's reason: the two sizes and the horizon that repays the write."""
+    return (f"{BREAK_EVEN} a new epoch of {fresh_tokens} tokens instead of {now_tokens} repays its cache write "
+            f"within the {horizon} calls the run is estimated to have left")
+
+
 def in_epoch(selection: Selection, epoch: str, *, started: bool, reason: str) -> Selection:
     """The selection with its epoch named, and the epoch decision logged."""
     record = selection.epoch.model_copy(update={"epoch_id": epoch, "started": started, "reason": reason})
@@ -283,6 +311,7 @@ def stale_note_texts(ctx: SelectionContext, noted: Sequence[tuple[str, int]]) ->
 
 
 __all__ = [
+    "BREAK_EVEN",
     "EPOCH_CONTINUED",
     "STALE_NOTE",
     "EventRecords",
@@ -292,7 +321,10 @@ __all__ = [
     "in_epoch",
     "incompatibility",
     "item_key",
+    "break_even_reason",
     "latest_own_message",
+    "own_model_calls",
+    "restart_pays",
     "own_tool_steps",
     "prefix_change",
     "prefix_digest",

@@ -160,6 +160,19 @@ class ContextPolicy(Record):
     """Text the participant wrote next to its own tool calls, kept in the appended part up to this
     many characters. Text that only restates a call (a ReAct agent's action blob) is always left
     out: the native call carries it. ``None`` keeps the rest whole, 0 drops it."""
+    epoch_break_even: bool = False
+    """A call that could continue its epoch starts a new one when that pays: the new epoch's smaller context
+    (the results already read carried as their memories) is written to the cache once and then read on every
+    later call, against reading the whole grown context on each of them. The remaining calls are estimated as
+    many as the participant has made so far on the lineage (``policy.epochs.restart_pays``). Off by default:
+    on the coding-agent runs it saved less than the carried references it lost (docs/benchmarks.md)."""
+    break_even_min_tokens: int = Field(default=1024, ge=0)
+    """The appended part below which the break-even restart is not weighed (it cannot save much)."""
+    cache_read_price: float = Field(default=0.1, gt=0)
+    """A cached input token's price as a share of an uncached one (Anthropic, OpenAI GPT-5: 0.1)."""
+    cache_write_price: float = Field(default=1.25, gt=0)
+    """A token written to the cache, as a share of an uncached one: Anthropic's 5-minute cache, the dearest
+    write of the providers (OpenAI: 1.0)."""
     epoch_supersession: str = Field(default="note", pattern="^(restart|note)$")
     """When an appended result supersedes a memory in the prefix: ``note`` it right after the result
     (the prefix keeps the older line, the note names it superseded, as for an appended result), or

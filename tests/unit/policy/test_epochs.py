@@ -18,6 +18,7 @@ import pytest
 
 from policy.assembler import AssemblyResult, assemble, render_context, select_context, short_ids_for
 from policy.enums import DecisionOutcome, FreshnessClass, MessageRole, PrivacyClass, ToolCallStatus, VisibilityScope
+from policy.epochs import BREAK_EVEN, restart_pays
 from policy.explain import epoch_state
 from policy.native import (
     ERROR_TEXT,
@@ -633,3 +634,55 @@ def test_render_refuses_a_message_list_a_provider_would_refuse(timeline, counter
         selection.events, events=(*selection.events.events[:-1], orphaned)))
     with pytest.raises(InvalidContextError, match="a tool call has no result"):
         render_context(broken, timeline.raw, counter)
+
+
+# --------------------------------------------------------------------------- break-even restarts
+
+
+@pytest.mark.parametrize(
+    ("now", "fresh", "horizon", "pays"),
+    [
+        (20_000, 4_000, 10, True),    # 1.25*4k + 9*0.1*4k = 8.6k < 10*0.1*20k = 20k
+        (20_000, 4_000, 2, False),    # 1.25*4k + 0.4k = 5.4k > 2*0.1*20k = 4k
+        (20_000, 15_000, 10, False),  # 18.75k + 13.5k > 20k: the write is never repaid
+        (20_000, 20_000, 50, False),  # nothing to save
+        (20_000, 4_000, 0, False),    # no horizon: nothing repays a write
+    ],
+)
+def test_a_restart_pays_only_when_the_horizon_repays_its_cache_write(now, fresh, horizon, pays):
+    assert restart_pays(DEFAULT_POLICY, now, fresh, horizon) is pays
+
+
+def _long_reads(timeline: Timeline, steps: int) -> list[str]:
+    """A run that reads a 3k-token file per step, far under its budget; the epoch decision of each call."""
+    timeline.policy = timeline.policy.model_copy(update={"default_token_budget": 200_000})
+    timeline.user("read the files")
+    timeline.call()
+    reasons = []
+    for i in range(steps):
+        [read] = timeline.step("read_file")
+        timeline.result(read, ("\n".join(f"line {i}.{n}: value_{i}_{n} = {n * 7}" for n in range(300))).encode(),
+                        content_type="text/plain")
+        result = timeline.call()
+        assert provider_problems(result.to_openai()) == []
+        reasons.append(epoch_decision(result).reason)
+    return reasons
+
+
+BREAKING_EVEN = DEFAULT_POLICY.model_copy(update={"epoch_break_even": True})
+
+
+def test_a_grown_epoch_restarts_when_the_break_even_says_so(timeline, counter):
+    timeline.policy = BREAKING_EVEN
+    reasons = _long_reads(timeline, 8)
+    restarts = [r for r in reasons if r.startswith(f"started: {BREAK_EVEN}")]
+    assert restarts, reasons
+    assert "repays its cache write within the" in restarts[0]
+    # Without the break-even (the default) the epoch appends all eight files: nothing else would restart it.
+    assert not DEFAULT_POLICY.epoch_break_even
+    assert _long_reads(Timeline(counter), 8) == ["continued"] * 8
+
+
+def test_a_restart_is_not_weighed_for_a_small_appended_part(timeline):
+    timeline.policy = BREAKING_EVEN.model_copy(update={"break_even_min_tokens": 10**9})
+    assert _long_reads(timeline, 8) == ["continued"] * 8
