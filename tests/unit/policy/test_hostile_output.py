@@ -14,6 +14,7 @@ import json
 import re
 import unicodedata
 
+import pytest
 from hypothesis import given, settings
 from property_examples import examples
 from hypothesis import strategies as st
@@ -42,6 +43,7 @@ from policy.tools import ToolSpec
 from policy_builders import (
     NOW,
     artifact,
+    boundary,
     candidates,
     checkpoint,
     memory,
@@ -130,7 +132,7 @@ def _derived(name: str, raw: bytes, content_type: str, status=ToolCallStatus.SUC
     draft = derive_memory(ToolSpec(name=name), f"art-{name}", arguments or {"q": "x"}, status, raw,
                           content_type=content_type,
                           observed_at=NOW)
-    return draft.title, draft.summary
+    return draft.title, draft.summary, draft.payload
 
 
 def _hostile_world(payload: str):
@@ -142,6 +144,9 @@ def _hostile_world(payload: str):
         "csv_header": (f'"{payload}",amount\nnorth,1\n'.encode(), "text/csv"),
         "csv_cell": (f'region,amount\n"{payload}",1\n'.encode(), "text/csv"),
         "text_first_line": (payload.encode("utf-8", "surrogatepass"), "text/plain"),
+        # Inside a long text: the detailed summary keeps its rarest lines, so the payload's is among them.
+        "text_lines": ("\n".join(["build 7 log", *["step ok"] * 40, payload, *["step ok"] * 40, "done"])
+                       .encode("utf-8", "surrogatepass"), "text/plain"),
         "invalid_utf8": (b"\xff\xfe" + payload.encode("utf-8", "surrogatepass") + b"\xc3(", "text/plain"),
     }
     memories, artifacts, calls = [], [], []
@@ -149,9 +154,10 @@ def _hostile_world(payload: str):
     for name, (raw, content_type) in sources.items():
         seq += 2
         call = tool_call(f"tc-{name}", seq, ToolCallStatus.SUCCEEDED, name=f"tool_{name}")
-        title, summary = _derived(f"tool_{name}", raw, content_type)
+        title, summary, payload_ = _derived(f"tool_{name}", raw, content_type)
         artifacts.append(artifact(f"art-{name}", seq, raw, call=call, content_type=content_type))
-        memories.append(memory(f"mem-{name}", seq, summary=summary, title=title, sources=(f"art-{name}",)))
+        memories.append(memory(f"mem-{name}", seq, summary=summary, title=title, sources=(f"art-{name}",),
+                               payload=payload_))
         calls.append(call)
     report = f"{SUBAGENT_REPORT_PREFIX}researcher succeeded{SUBAGENT_REPORT_SEPARATOR}{payload}"
     memories.append(memory("mem-report", 40, summary=report, title=f"subagent researcher ({payload})"))
@@ -177,11 +183,14 @@ def _runtime_block(result) -> str:
     return "\n\n".join(m.content or "" for m in result.messages if m.role.value == "system")
 
 
-def test_no_tool_field_forges_a_line_an_item_or_an_id(run):
+@pytest.mark.parametrize("token_budget", [None, 32_768], ids=["default budget", "detailed memories"])
+def test_no_tool_field_forges_a_line_an_item_or_an_id(run, token_budget):
     for payload in PAYLOADS:
         world = _hostile_world(payload)
-        result = run(world)
+        result = run(world, boundary(token_budget=token_budget))
         block = _runtime_block(result)
+        # The long text's memory shows its lines (the payload's among them) in detail, its brief otherwise.
+        assert bool(re.search(r"\| done \(\d+ lines, \d+ shown\)", block)) is (token_budget is not None), payload
         short = short_ids_for(world)
         real = {short(r.id) for group in (world.tool_calls, world.artifacts, world.tool_memories,
                                           world.checkpoints, world.skill_states) for r in group}
