@@ -131,7 +131,7 @@ class ContextPolicy(Record):
     of the others share one line of ids, so recovery state stays bounded however many calls failed."""
     rehydration_item_bytes: int = 4096
     rehydration_total_bytes: int = 12288
-    native_result_bytes: int = 6144
+    native_result_bytes: int = 12288
     """The participant's own tool results after the epoch's boundary reach it as native tool
     messages: the raw result when it is at most this big (at the default budget; in proportion
     above it, :meth:`whole_result_bytes`) and its route may carry its raw bytes, else a view or
@@ -183,7 +183,7 @@ class ContextPolicy(Record):
 
     def whole_result_bytes(self, token_budget: int | None) -> int:
         """The largest result sent whole: ``native_result_bytes`` at the default budget, growing with a
-        larger one (a 32k-token context holds a 24 KiB file view whole), never below it."""
+        larger one (a 32k-token context holds a 48 KiB file view whole), never below it."""
         if token_budget is None or token_budget <= self.default_token_budget:
             return self.native_result_bytes
         return self.native_result_bytes * token_budget // self.default_token_budget

@@ -126,6 +126,6 @@ def test_policy_is_frozen():
 
 
 def test_the_whole_result_cap_grows_with_a_larger_budget_and_never_shrinks():
-    assert DEFAULT_POLICY.whole_result_bytes(None) == DEFAULT_POLICY.native_result_bytes == 6144
-    assert DEFAULT_POLICY.whole_result_bytes(4096) == 6144
-    assert DEFAULT_POLICY.whole_result_bytes(32_768) == 24_576
+    assert DEFAULT_POLICY.whole_result_bytes(None) == DEFAULT_POLICY.native_result_bytes == 12_288
+    assert DEFAULT_POLICY.whole_result_bytes(4096) == 12_288
+    assert DEFAULT_POLICY.whole_result_bytes(32_768) == 49_152
