@@ -147,7 +147,7 @@ def derive_memory(
                       freshness=FreshnessClass.VOLATILE)
     kind = _kind(spec.result_kind, content_type, raw)
     if len(raw) > parse_max_bytes:
-        first = text_summary(decode_payload(raw[:2048]).splitlines()[0] if raw[:2048].strip() else "")
+        first = text_brief(decode_payload(raw[:2048]).splitlines()[0] if raw[:2048].strip() else "")
         head = f"; starts: {first[:120]}" if first and kind == "text" else ""
         summary = f"{title}{RESULT_SEPARATOR}large {kind} result, {len(raw)} bytes{head}"
         return _draft(spec, arguments, observed_at, title=title, summary=summary, payload={"bytes": len(raw)},

@@ -383,6 +383,11 @@ TEXT_GAP = "…"
 """Where lines of a text summary were left out."""
 
 
+def _lines(text: str) -> list[str]:
+    """A text's non-blank lines, each with its whitespace collapsed."""
+    return [line for line in (" ".join(raw.split()) for raw in text.strip().splitlines()) if line]
+
+
 def _clip(line: str) -> str:
     return line if len(line) <= _LINE_CHARS else line[: _LINE_CHARS - 1] + "…"
 
@@ -408,8 +413,7 @@ def text_brief(text: str) -> str:
     What a context on a small budget shows (:data:`BRIEF_KEY`): the identity of a log or listing and its
     trouble; everything else stays in the raw artifact, by locator.
     """
-    lines = [" ".join(line.split()) for line in text.strip().splitlines()]
-    lines = [line for line in lines if line]
+    lines = _lines(text)
     if not lines:
         return ""
     whole = TEXT_LINE_SEPARATOR.join(lines)
@@ -426,13 +430,12 @@ def text_summary(text: str, room: int = SUMMARY_CHARS) -> str:
     The lines are whitespace-collapsed and joined with :data:`TEXT_LINE_SEPARATOR`. When they do
     not all fit, the first line (a log's or listing's identity), the lines that say something failed
     (ERROR/FAIL/exception lines), the last line (a test run's totals, a command's verdict) and the
-    lines of code that define a name (``def``, ``class``, ...: an outline) are kept first; the rest of the room goes to the lines with the most words found nowhere else in the
-    result (definitions, failing tests, paths: :func:`_rarity`), so repeated progress noise goes
-    first. Kept lines stay in their order, :data:`TEXT_GAP` marks where lines were left out, and the
+    lines of code that define a name (``def``, ``class``, ...: an outline) are kept first; the rest
+    of the room goes to the lines with the most words found nowhere else in the result (failing
+    tests, paths: :func:`_rarity`), so repeated progress noise goes first. Kept lines stay in their order, :data:`TEXT_GAP` marks where lines were left out, and the
     line count ends the summary; the raw artifact keeps every byte, by locator.
     """
-    lines = [" ".join(line.split()) for line in text.strip().splitlines()]
-    lines = [line for line in lines if line]
+    lines = _lines(text)
     if not lines:
         return ""
     whole = TEXT_LINE_SEPARATOR.join(lines)
