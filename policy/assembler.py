@@ -29,6 +29,8 @@ from policy.enums import DecisionOutcome
 from policy.epochs import (
     EPOCH_CONTINUED,
     break_even_reason,
+    cold_cache_gap,
+    cold_cache_reason,
     continuation_blocker,
     epoch_id,
     fresh_boundary,
@@ -97,7 +99,7 @@ def select_context(
         selection = _select(_pass(policy, boundary, candidates, counter, short), frame)
         reason = continuation_blocker(policy, epoch, selection)
         if reason is None:
-            fresh = _break_even(selection, counter, short)
+            fresh = _break_even(selection, counter, short) or _cold_cache(selection, previous, counter, short)
             if fresh is not None:
                 return fresh
             return in_epoch(selection, epoch.epoch_id, started=False, reason=EPOCH_CONTINUED)
@@ -129,6 +131,26 @@ def _break_even(continued: Selection, counter: TokenCounter, short: ShortIds) ->
     if not restart_pays(policy, now_tokens, fresh_tokens, horizon):
         return None
     return in_epoch(fresh, new_epoch, started=True, reason=break_even_reason(now_tokens, fresh_tokens, horizon))
+
+
+def _cold_cache(continued: Selection, previous: PreviousAssembly, counter: TokenCounter,
+                short: ShortIds) -> Selection | None:
+    """A new epoch instead of ``continued`` when the provider's cache has gone cold and the new one is smaller.
+
+    Continuing a cold epoch writes the whole grown context to the cache again; a new epoch writes only what
+    the policy assembles now, so the restart costs nothing the continuation would not.
+    """
+    policy, boundary, candidates = continued.policy, continued.boundary, continued.candidates
+    gap = cold_cache_gap(policy, boundary, previous)
+    if gap is None:
+        return None
+    now_tokens = continued.prefix_tokens + continued.events.tokens
+    fresh, new_epoch = _fresh(policy, boundary, candidates, counter, short, continued.token_budget)
+    fresh_tokens = fresh.prefix_tokens + fresh.events.tokens
+    if fresh_tokens >= now_tokens:
+        return None
+    ttl = policy.cache_ttl_seconds[boundary.provider_route]
+    return in_epoch(fresh, new_epoch, started=True, reason=cold_cache_reason(gap, ttl, now_tokens, fresh_tokens))
 
 
 @dataclass(frozen=True)

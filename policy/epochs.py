@@ -63,7 +63,9 @@ APPENDED_STALE = "an appended result went stale"
 OVER_BUDGET = "the context would reach"
 OVER_GROWTH = "the appended events reached"
 BREAK_EVEN = "break-even:"
-RESTART_PREFIXES = (PREFIX_CHANGED, PENDING_ARRIVED, APPENDED_STALE, OVER_BUDGET, OVER_GROWTH, BREAK_EVEN)
+COLD_CACHE = "cold cache:"
+RESTART_PREFIXES = (PREFIX_CHANGED, PENDING_ARRIVED, APPENDED_STALE, OVER_BUDGET, OVER_GROWTH, BREAK_EVEN,
+                    COLD_CACHE)
 """How :func:`continuation_blocker`'s and :func:`prefix_change`'s reasons start (the rest names ids and sizes)."""
 
 
@@ -268,6 +270,25 @@ def break_even_reason(now_tokens: int, fresh_tokens: int, horizon: int) -> str:
             f"within the {horizon} calls the run is estimated to have left")
 
 
+def cold_cache_gap(policy: ContextPolicy, boundary: GenerationBoundary, previous: PreviousAssembly) -> int | None:
+    """Seconds since the participant's previous call when they exceed the route's cache lifetime, else ``None``.
+
+    ``None`` too when the route has no lifetime in ``policy.cache_ttl_seconds`` or the previous call's time is
+    unknown: a cache is never assumed cold without both.
+    """
+    ttl = policy.cache_ttl_seconds.get(boundary.provider_route)
+    if ttl is None or previous.generation_at is None:
+        return None
+    gap = int((boundary.now - previous.generation_at).total_seconds())
+    return gap if gap > ttl else None
+
+
+def cold_cache_reason(gap: int, ttl: int, now_tokens: int, fresh_tokens: int) -> str:
+    """The restart's reason: how late the call is, and the two sizes (either is written to the cache anew)."""
+    return (f"{COLD_CACHE} {gap} s since the previous call, past the route's {ttl} s cache lifetime: "
+            f"a new epoch of {fresh_tokens} tokens is written instead of {now_tokens}")
+
+
 def in_epoch(selection: Selection, epoch: str, *, started: bool, reason: str) -> Selection:
     """The selection with its epoch named, and the epoch decision logged."""
     record = selection.epoch.model_copy(update={"epoch_id": epoch, "started": started, "reason": reason})
@@ -312,9 +333,12 @@ def stale_note_texts(ctx: SelectionContext, noted: Sequence[tuple[str, int]]) ->
 
 __all__ = [
     "BREAK_EVEN",
+    "COLD_CACHE",
     "EPOCH_CONTINUED",
     "STALE_NOTE",
     "EventRecords",
+    "cold_cache_gap",
+    "cold_cache_reason",
     "continuation_blocker",
     "epoch_id",
     "fresh_boundary",

@@ -68,6 +68,11 @@ DEFAULT_ROUTES: tuple[ProviderRoute, ...] = (
 )
 
 
+DEFAULT_CACHE_TTL_SECONDS: dict[str, int] = {"anthropic": 300, "openai": 300}
+"""Anthropic's default cache entries live 5 minutes after their last read; OpenAI keeps a cached prefix for
+5-10 minutes of inactivity (the shorter is assumed)."""
+
+
 DEFAULT_FRESHNESS_TTL: dict[FreshnessClass, timedelta | None] = {
     FreshnessClass.VOLATILE: timedelta(minutes=15),
     FreshnessClass.SESSION: timedelta(hours=12),
@@ -81,7 +86,7 @@ DEFAULT_FRESHNESS_TTL: dict[FreshnessClass, timedelta | None] = {
 class ContextPolicy(Record):
     """Every knob of context assembly; frozen, hashed, versioned."""
 
-    version: str = "dossier-default/8"
+    version: str = "dossier-default/9"
     """Human name of the rule set; bump it whenever a default changes."""
     routes: tuple[ProviderRoute, ...] = DEFAULT_ROUTES
     default_token_budget: int = 8192
@@ -173,6 +178,11 @@ class ContextPolicy(Record):
     cache_write_price: float = Field(default=1.25, gt=0)
     """A token written to the cache, as a share of an uncached one: Anthropic's 5-minute cache, the dearest
     write of the providers (OpenAI: 1.0)."""
+    cache_ttl_seconds: dict[str, int] = Field(default_factory=lambda: dict(DEFAULT_CACHE_TTL_SECONDS))
+    """How long each provider route keeps a prompt prefix cached after its last use. A call that comes later
+    than this after the participant's previous call finds the cache cold: continuing the epoch would write the
+    whole grown context to the cache again, so the epoch restarts when the new one is smaller (a reason that
+    starts ``cold cache:``). A route not listed (a local server's slot) is never assumed cold."""
     epoch_supersession: str = Field(default="note", pattern="^(restart|note)$")
     """When an appended result supersedes a memory in the prefix: ``note`` it right after the result
     (the prefix keeps the older line, the note names it superseded, as for an appended result), or

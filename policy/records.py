@@ -499,10 +499,13 @@ class PreviousAssembly(Record):
     provider_route: str
     runtime_kind: RuntimeKind
     epoch: EpochRecord
+    generation_at: datetime | None = None
+    """The previous call's logical time (its boundary's ``now``); ``None``: unknown, and the provider's cache is
+    never judged cold (``ContextPolicy.cache_ttl_seconds``)."""
 
     @classmethod
     def of(cls, record: ContextAssemblyRecord, boundary: GenerationBoundary) -> PreviousAssembly:
-        """What the next call continues from, given this call's assembly record and boundary.
+        """What the next call continues from, given this call's assembly record and boundary (its time included).
 
         Raises:
             ValueError: the record has no epoch (it predates epochs).
@@ -511,7 +514,7 @@ class PreviousAssembly(Record):
             raise ValueError("an assembly without an epoch cannot be continued")
         return cls(snapshot_seq=record.snapshot_seq, policy_version=record.policy_version,
                    branch_id=boundary.branch_id, provider_route=boundary.provider_route,
-                   runtime_kind=boundary.runtime_kind, epoch=record.epoch)
+                   runtime_kind=boundary.runtime_kind, epoch=record.epoch, generation_at=boundary.now)
 
 
 class ContextAssemblyRecord(Record):

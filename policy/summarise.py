@@ -424,16 +424,33 @@ def text_brief(text: str) -> str:
     return f"{body} ({len(lines)} lines)" if len(lines) > 1 else body
 
 
+TEXT_REPEAT = " (×{count})"
+"""After a line of a text summary that the text repeats on ``count`` consecutive lines."""
+
+
+def _runs(lines: list[str]) -> list[tuple[str, int]]:
+    """Consecutive identical lines as ``(line, how many)``, in order."""
+    runs: list[tuple[str, int]] = []
+    for line in lines:
+        if runs and runs[-1][0] == line:
+            runs[-1] = (line, runs[-1][1] + 1)
+        else:
+            runs.append((line, 1))
+    return runs
+
+
 def text_summary(text: str, room: int = SUMMARY_CHARS) -> str:
     """A text result in about ``room`` characters: whole when it fits, else its most telling lines.
 
     The lines are whitespace-collapsed and joined with :data:`TEXT_LINE_SEPARATOR`. When they do
-    not all fit, the first line (a log's or listing's identity), the lines that say something failed
-    (ERROR/FAIL/exception lines), the last line (a test run's totals, a command's verdict) and the
-    lines of code that define a name (``def``, ``class``, ...: an outline) are kept first; the rest
-    of the room goes to the lines with the most words found nowhere else in the result (failing
-    tests, paths: :func:`_rarity`), so repeated progress noise goes first. Kept lines stay in their order, :data:`TEXT_GAP` marks where lines were left out, and the
-    line count ends the summary; the raw artifact keeps every byte, by locator.
+    not all fit, a line repeated on consecutive lines is said once with its count
+    (:data:`TEXT_REPEAT`), and the first line (a log's or listing's identity), the lines that say
+    something failed (ERROR/FAIL/exception lines, each distinct one once), the last line (a test
+    run's totals, a command's verdict) and the lines of code that define a name (``def``,
+    ``class``, ...: an outline) are kept first; the rest of the room goes to the lines with the most
+    words found nowhere else in the result (failing tests, paths: :func:`_rarity`), so repeated
+    progress noise goes first. Kept lines stay in their order, :data:`TEXT_GAP` marks where lines
+    were left out, and the line count ends the summary; the raw artifact keeps every byte, by locator.
     """
     lines = _lines(text)
     if not lines:
@@ -441,16 +458,21 @@ def text_summary(text: str, room: int = SUMMARY_CHARS) -> str:
     whole = TEXT_LINE_SEPARATOR.join(lines)
     if len(whole) <= room:
         return whole
-    clipped = [_clip(line) for line in lines]
-    first = [0, *(i for i in range(1, len(lines)) if _SIGNAL.search(lines[i])), len(lines) - 1,
-             *(i for i in range(1, len(lines)) if _DEFINITION.match(lines[i]))]
-    rarity = _rarity(lines)
+    runs = _runs(lines)
+    texts = [_clip(line) + (TEXT_REPEAT.format(count=count) if count > 1 else "") for line, count in runs]
+    last = len(runs) - 1
+    signals: dict[str, int] = {}  # each distinct failure line once: its first run
+    for i in range(1, len(runs)):
+        if runs[i][0] not in signals and _SIGNAL.search(runs[i][0]):
+            signals[runs[i][0]] = i
+    first = [0, *signals.values(), last, *(i for i in range(1, len(runs)) if _DEFINITION.match(runs[i][0]))]
+    rarity = _rarity([line for line, _ in runs])
     leading = set(first)
-    rest = sorted((i for i in range(len(lines)) if i not in leading), key=lambda i: (-rarity[i], i))
+    rest = sorted((i for i in range(len(runs)) if i not in leading), key=lambda i: (-rarity[i], i))
     kept: set[int] = set()
     spent = 0
     for i in dict.fromkeys([*first, *rest]):
-        cost = len(clipped[i]) + len(TEXT_LINE_SEPARATOR)
+        cost = len(texts[i]) + len(TEXT_LINE_SEPARATOR)
         if spent + cost > room and kept:
             continue
         kept.add(i)
@@ -459,10 +481,11 @@ def text_summary(text: str, room: int = SUMMARY_CHARS) -> str:
     for i in sorted(kept):
         if parts and i - 1 not in kept:
             parts.append(TEXT_GAP)
-        parts.append(clipped[i])
-    if max(kept) < len(lines) - 1:
+        parts.append(texts[i])
+    if max(kept) < last:
         parts.append(TEXT_GAP)
-    return f"{TEXT_LINE_SEPARATOR.join(parts)} ({len(lines)} lines, {len(kept)} shown)"
+    shown = sum(runs[i][1] for i in kept)
+    return f"{TEXT_LINE_SEPARATOR.join(parts)} ({len(lines)} lines, {shown} shown)"
 
 
 __all__ = [
@@ -492,6 +515,7 @@ __all__ = [
     "SUMMARY_SHARE",
     "TEXT_GAP",
     "TEXT_LINE_SEPARATOR",
+    "TEXT_REPEAT",
     "is_free_text",
     "json_summary",
     "key_tier",

@@ -29,7 +29,7 @@ LEAN_POLICY = ContextPolicy(
     rehydration_item_bytes=1024,
     rehydration_total_bytes=2048,
 )
-"""A leaner variant of ``dossier-default/8`` for what-if reviews ("what would a smaller context have shown?").
+"""A leaner variant of ``dossier-default/9`` for what-if reviews ("what would a smaller context have shown?").
 
 It differs from the default in exactly these knobs, everything else is the default's:
 

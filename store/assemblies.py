@@ -289,5 +289,5 @@ def _as_previous(row: ContextAssembly) -> PreviousAssembly:
     return PreviousAssembly(
         snapshot_seq=row.snapshot_seq, policy_version=row.policy_version, branch_id=row.branch_id,
         provider_route=row.provider_route, runtime_kind=RuntimeKind(row.runtime_kind),
-        epoch=EpochRecord.model_validate(row.epoch),
+        epoch=EpochRecord.model_validate(row.epoch), generation_at=row.generation_at,
     )

@@ -30,9 +30,19 @@ of the input price. Which prefix counts as seen, and at what price, differs:
   evaluated again (its logits give the next token). A reused token costs 0 here
   and an evaluated one 1, so ``cost`` is the tokens the server computes.
 
-Assumptions, the same for every strategy: each call of a trajectory happens
-within the cache lifetime of the previous ones (5 minutes at Anthropic, at
-least 5 minutes at OpenAI and Gemini); requests of one participant reach the
+Cache lifetimes (``ttl_seconds``), applied when a prompt carries its time
+(:attr:`Prompt.at`): an entry not used for longer than its model's lifetime is
+gone, so the next request writes (or, automatic caching, processes) it anew; a
+read refreshes the entry it hits. Anthropic sells two tiers: 5-minute entries
+written at 1.25x (``anthropic``) and 1-hour entries written at 2x
+(``anthropic-1h``), reads 0.1x either way; OpenAI keeps a prefix 5-10 minutes of
+inactivity in memory (5 assumed, ``openai-gpt5``) or up to 24 hours with extended
+retention at the same price (``openai-gpt5-24h``,
+https://developers.openai.com/api/docs/guides/prompt-caching#extended-prompt-cache-retention).
+Gemini's implicit-cache lifetime is not documented: none is applied.
+
+Assumptions, the same for every strategy: a prompt without a time happens
+within the cache lifetime of the previous ones; requests of one participant reach the
 same cache (OpenAI routes by the first ~256 tokens and ``prompt_cache_key``);
 a message is one content block; the request's token sequence is the cl100k
 tokens of each message's content and tool calls with 4 framing tokens per
@@ -89,6 +99,8 @@ class PriceModel:
     server slot, which holds only the previous prompt)."""
     fresh_tail: int = 0
     """Tokens at the end of a prompt evaluated anew even when cached (llama.cpp: 1, for the next token's logits)."""
+    ttl_seconds: float | None = None
+    """How long an entry lives after its last use (``None``: as long as the trajectory)."""
 
     def parameters(self) -> dict[str, Any]:
         """The parameters, as printed with the results."""
@@ -97,6 +109,8 @@ class PriceModel:
             "breakpoints": "explicit (system prompt, strategy's own, last message)" if self.explicit
             else ("none" if self.read == 1.0 else "automatic prefix"),
             "lookback_blocks": self.lookback_blocks, "source": self.source}
+        if self.ttl_seconds is not None:
+            out["ttl_seconds"] = self.ttl_seconds
         if self.slots:  # only the server-slot model has these: the providers' printed parameters stay as they were
             out.update(slots=self.slots, fresh_tail=self.fresh_tail)
         return out
@@ -104,20 +118,30 @@ class PriceModel:
 
 PRICE_MODELS: dict[str, PriceModel] = {
     "anthropic": PriceModel("anthropic", read=0.1, write=1.25, min_tokens=1024, step=1, explicit=True,
-                            lookback_blocks=20,
+                            lookback_blocks=20, ttl_seconds=300,
                             source="https://platform.claude.com/docs/en/build-with-claude/prompt-caching "
                                    "(Claude Sonnet 4.5 minimum; 5-minute entries)"),
+    "anthropic-1h": PriceModel("anthropic-1h", read=0.1, write=2.0, min_tokens=1024, step=1, explicit=True,
+                               lookback_blocks=20, ttl_seconds=3600,
+                               source="https://platform.claude.com/docs/en/build-with-claude/prompt-caching "
+                                      "(1-hour cache duration: writes at 2x)"),
     "openai-gpt5": PriceModel("openai-gpt5", read=0.1, write=1.0, min_tokens=1024, step=128, explicit=False,
-                              source="https://developers.openai.com/api/docs/guides/prompt-caching"),
+                              ttl_seconds=300,
+                              source="https://developers.openai.com/api/docs/guides/prompt-caching "
+                                     "(in-memory retention: 5-10 minutes of inactivity)"),
+    "openai-gpt5-24h": PriceModel("openai-gpt5-24h", read=0.1, write=1.0, min_tokens=1024, step=128,
+                                  explicit=False, ttl_seconds=86_400,
+                                  source="https://developers.openai.com/api/docs/guides/prompt-caching "
+                                         "(extended retention, prompt_cache_retention=24h, same price)"),
     "openai-4o": PriceModel("openai-4o", read=0.5, write=1.0, min_tokens=1024, step=128, explicit=False,
-                            source="https://developers.openai.com/api/docs/guides/prompt-caching"),
+                            ttl_seconds=300, source="https://developers.openai.com/api/docs/guides/prompt-caching"),
     "gemini": PriceModel("gemini", read=0.25, write=1.0, min_tokens=1024, step=128, explicit=False,
                          source="https://ai.google.dev/gemini-api/docs/caching (implicit; 2.5 Flash minimum; "
                                 "128-token steps assumed)"),
     "uncached": PriceModel("uncached", read=1.0, write=1.0, min_tokens=0, step=1, explicit=False,
                            source="list input price, no caching"),
 }
-"""The five price models every strategy is billed under."""
+"""The seven price models every strategy is billed under."""
 
 LLAMA_CPP_SLOT = PriceModel(
     "llama-cpp-slot", read=0.0, write=1.0, min_tokens=0, step=1, explicit=False, slots=1, fresh_tail=1,
@@ -134,6 +158,8 @@ class Prompt:
     """Each message's tokens (framing included)."""
     breakpoints: tuple[int, ...] = ()
     """Block indexes carrying ``cache_control`` (explicit caching), ascending."""
+    at: float | None = None
+    """When the request is sent, in seconds on the trajectory's clock (``None``: within every cache lifetime)."""
 
     @property
     def tokens(self) -> int:
@@ -214,8 +240,14 @@ class _Cache:
     """What a provider has cached for one participant so far."""
 
     prompts: list[Prompt] = field(default_factory=list)
-    entries: set[int] = field(default_factory=set)
-    """Explicit caching: hashes of the block prefixes written at breakpoints."""
+    used: list[float | None] = field(default_factory=list)
+    """When each of ``prompts`` was last sent or read from."""
+    entries: dict[int, float | None] = field(default_factory=dict)
+    """Explicit caching: hashes of the block prefixes written at breakpoints, and when each was last used."""
+
+    def alive(self, last_used: float | None, at: float | None, model: PriceModel) -> bool:
+        """Whether an entry last used at ``last_used`` is still cached at ``at``."""
+        return model.ttl_seconds is None or at is None or last_used is None or at - last_used <= model.ttl_seconds
 
 
 def _prefix_hashes(prompt: Prompt) -> list[tuple[int, int]]:
@@ -251,16 +283,21 @@ def _bill_automatic(prompt: Prompt, model: PriceModel, cache: _Cache) -> Bill:
     total = prompt.tokens
     read = 0
     if model.read < 1.0:
-        earlier_prompts = cache.prompts[-model.slots:] if model.slots else cache.prompts
-        shared = max((min(_common_prefix(prompt, earlier), earlier.tokens) for earlier in earlier_prompts),
-                     default=0)
+        start = max(0, len(cache.prompts) - model.slots) if model.slots else 0
+        live = [i for i in range(start, len(cache.prompts)) if cache.alive(cache.used[i], prompt.at, model)]
+        hits = [(min(_common_prefix(prompt, cache.prompts[i]), cache.prompts[i].tokens), i) for i in live]
+        shared, source = max(hits, default=(0, -1))
         shared = min(shared, max(0, total - model.fresh_tail))
         if shared >= model.min_tokens:
             read = model.min_tokens + (shared - model.min_tokens) // model.step * model.step
+            if source >= 0:
+                cache.used[source] = prompt.at
         if total >= model.min_tokens:
             cache.prompts.append(prompt)
+            cache.used.append(prompt.at)
             if model.slots:
                 del cache.prompts[:-model.slots]
+                del cache.used[:-model.slots]
     return Bill(tokens=total, read=read, written=0, cost=read * model.read + (total - read))
 
 
@@ -268,18 +305,22 @@ def _bill_explicit(prompt: Prompt, model: PriceModel, cache: _Cache) -> Bill:
     total = prompt.tokens
     prefixes = _prefix_hashes(prompt)
     read = 0
+    hit = None
     for point in prompt.breakpoints:
         for block in range(point, max(-1, point - model.lookback_blocks - 1), -1):
             digest, position = prefixes[block]
-            if digest in cache.entries:
-                read = max(read, position)
+            if digest in cache.entries and cache.alive(cache.entries[digest], prompt.at, model):
+                if position > read:
+                    read, hit = position, digest
                 break
+    if hit is not None:
+        cache.entries[hit] = prompt.at  # a read refreshes the entry
     last = prefixes[prompt.breakpoints[-1]][1] if prompt.breakpoints else 0
     written = max(0, last - read) if last >= model.min_tokens else 0
     for point in prompt.breakpoints:
         digest, position = prefixes[point]
         if position >= model.min_tokens:
-            cache.entries.add(digest)
+            cache.entries[digest] = prompt.at
     plain = total - read - written
     return Bill(tokens=total, read=read, written=written, cost=read * model.read + written * model.write + plain)
 

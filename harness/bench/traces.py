@@ -61,6 +61,37 @@ DEFAULT_CODING_TRACES = Path(
 PROVIDER_ROUTE = "openai"
 """The participant's provider, hence the policy route (the agents were OpenAI-style models)."""
 START = datetime(2026, 1, 1, 9, 0, tzinfo=UTC)
+MESSAGE_SECONDS = 5
+"""The benchmark's clock where a trajectory carries no timestamps (none of the shared ones do: the coding
+source's were dropped): a message every 5 seconds, so every call falls within every provider's cache lifetime,
+no strategy is billed a cold cache and Dossier never restarts an epoch for one. A trajectory whose every
+message has a ``timestamp`` (ISO 8601, or seconds since the epoch) runs on its own clock instead."""
+
+
+def trace_clock(trace: dict[str, Any]) -> list[datetime] | None:
+    """Each message's ``timestamp`` as a time, when every message has one; else ``None``.
+
+    Raises:
+        ValueError: a timestamp that is neither ISO 8601 nor a number of seconds, or one earlier than the
+            message before it.
+    """
+    stamps = [message.get("timestamp") for message in trace.get("messages", ())]
+    if not stamps or any(stamp is None for stamp in stamps):
+        return None
+    times = []
+    for index, stamp in enumerate(stamps):
+        try:
+            time = (datetime.fromtimestamp(stamp, UTC) if isinstance(stamp, (int, float)) and not isinstance(stamp, bool)
+                    else datetime.fromisoformat(str(stamp)))
+        except (ValueError, OverflowError, OSError) as e:
+            raise ValueError(f"trajectory {trace.get('id', '')!r}: message {index}'s timestamp {stamp!r} is neither "
+                             f"ISO 8601 nor seconds since the epoch") from e
+        times.append(time if time.tzinfo is not None else time.replace(tzinfo=UTC))
+    for index, (before, after) in enumerate(zip(times, times[1:]), start=1):
+        if after < before:
+            raise ValueError(f"trajectory {trace.get('id', '')!r}: message {index}'s timestamp is earlier than "
+                             f"the one before it")
+    return times
 
 
 def load_traces(path: str | Path, limit: int | None = None) -> list[dict[str, Any]]:
@@ -95,10 +126,15 @@ class _Import:
     """Recorded ToolCall row id -> artifact id (τ-bench reuses a trace's tool-call ids across calls)."""
     user_messages: dict[int, str] = field(default_factory=dict)
     """Trace message index -> message id."""
+    clock: list[datetime] | None = field(init=False, default=None)
+    """The trajectory's own message times (:func:`trace_clock`), if it has them."""
 
-    @staticmethod
-    def at(index: int) -> datetime:
-        return START + timedelta(minutes=index)
+    def __post_init__(self) -> None:
+        self.clock = trace_clock(self.trace)
+
+    def at(self, index: int) -> datetime:
+        """Message ``index``'s time: the trajectory's own or the benchmark's clock (:data:`MESSAGE_SECONDS`)."""
+        return self.clock[index] if self.clock is not None else START + timedelta(seconds=MESSAGE_SECONDS * index)
 
     async def open(self) -> None:
         meta = self.trace.get("meta") or {}
@@ -305,13 +341,15 @@ async def run_trace(deps: GraphDeps, account_id: str, trace: dict[str, Any], pee
     counter = deps.counter
     prompts: dict[str, list[Prompt]] = defaultdict(list)
 
-    def sent(name: str, messages: list[dict[str, Any]], breakpoints: tuple[int, ...] | None = None) -> list[str]:
-        """Bill ``messages`` as ``name``'s next request; returns why a provider would refuse it."""
+    def sent(name: str, messages: list[dict[str, Any]], at: datetime,
+             breakpoints: tuple[int, ...] | None = None) -> list[str]:
+        """Bill ``messages`` as ``name``'s next request, sent at ``at``; returns why a provider would refuse it."""
         if observe is not None:
             observe(name, messages)
         if encode is not None:
             prompts[name].append(Prompt(message_blocks(messages, encode),
-                                        breakpoints if breakpoints is not None else transcript_breakpoints(messages)))
+                                        breakpoints if breakpoints is not None else transcript_breakpoints(messages),
+                                        at=(at - START).total_seconds()))
         return provider_invalid(messages)
 
     importer = _Import(deps, account_id, trace)
@@ -335,14 +373,15 @@ async def run_trace(deps: GraphDeps, account_id: str, trace: dict[str, Any], pee
             row = CallRow(trajectory=trace.get("id", ""), source=trace.get("source", ""), call=call.index,
                           calls_in_trajectory=len(calls))
             full_messages = full.context(before)
-            invalid = sent(full.name, full_messages)
+            when = importer.at(index)
+            invalid = sent(full.name, full_messages, when)
             row.add(full.name, count_tokens(full_messages, counter), system_tokens,
                     _outcomes("\n".join(map(message_text, full_messages)), call, lambda r: "not in transcript"),
                     invalid)
             peer_tokens: dict[str, int] = {}
             for peer in peers:
                 context = peer.context(before)
-                invalid = sent(peer.name, context)
+                invalid = sent(peer.name, context, when)
                 tokens = count_tokens(context, counter)
                 peer_tokens[peer.name] = tokens
                 row.add(peer.name, tokens, system_tokens,
@@ -365,7 +404,7 @@ async def run_trace(deps: GraphDeps, account_id: str, trace: dict[str, Any], pee
                 previous[name] = PreviousAssembly.of(result.record, boundary)
                 context = result.to_openai()
                 epoch = result.record.epoch
-                invalid = sent(name, context, epoch.cache_breakpoints if epoch else None)
+                invalid = sent(name, context, when, epoch.cache_breakpoints if epoch else None)
                 row.add(name, count_tokens(context, counter), system_tokens,
                         _outcomes("\n".join(map(message_text, context)), call,
                                   lambda r, res=result: _dossier_reason(res, importer, trace, r)), invalid)

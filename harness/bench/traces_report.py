@@ -9,7 +9,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.bench.billing import PRICE_MODELS, Bill, summarise_bills
-from policy.epochs import BREAK_EVEN, EPOCH_CONTINUED, OVER_BUDGET, OVER_GROWTH, PREFIX_CHANGED, RESTART_PREFIXES
+from policy.epochs import (
+    BREAK_EVEN,
+    COLD_CACHE,
+    EPOCH_CONTINUED,
+    OVER_BUDGET,
+    OVER_GROWTH,
+    PREFIX_CHANGED,
+    RESTART_PREFIXES,
+)
 from policy.validate import problem_rule
 
 LAST_CALL_MIN_CALLS = 8
@@ -174,7 +182,8 @@ def epoch_class(started: bool, reason: str) -> str:
     return reason.split(" (")[0].split(" from ")[0]
 
 
-_SHORT_CLASS = {OVER_BUDGET: "budget", OVER_GROWTH: "epoch_growth_tokens", BREAK_EVEN: "break-even"}
+_SHORT_CLASS = {OVER_BUDGET: "budget", OVER_GROWTH: "epoch_growth_tokens", BREAK_EVEN: "break-even",
+                COLD_CACHE: "cold cache"}
 
 
 def epoch_costs(rows: list[CallRow], name: str, model: str = "anthropic") -> dict[str, dict[str, float | int]]:

@@ -209,7 +209,7 @@ async def test_what_if_under_the_lean_policy_reports_the_known_diff(graph_deps) 
     assert any(change.side == "removed" for change in run.messages)
 
     # The policy the run was made under reports no change at all: the diff is not noise.
-    same = await audit.what_if(graph_deps, outcome.account_id, "dossier-default/8",
+    same = await audit.what_if(graph_deps, outcome.account_id, "dossier-default/9",
                                conversation_id=outcome.conversation_id)
     [unchanged] = same.runs
     assert (unchanged.added, unchanged.dropped, unchanged.changed, unchanged.messages) == ([], [], [], [])

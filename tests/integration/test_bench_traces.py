@@ -110,3 +110,34 @@ async def test_ablations_change_one_knob_each(graph_deps) -> None:
     assert table.count("\n| ") == 3 and "| every call assembled afresh (epochs=false) |" in table
     header, rule = table.splitlines()[2:4]
     assert header.count("|") == rule.count("|")
+
+
+async def test_a_timestamped_trajectory_runs_on_its_own_clock(graph_deps, tmp_path) -> None:
+    """A user who answers 10 minutes later finds every 5-minute cache cold: Dossier starts a smaller epoch
+    (its reason says why) and full replay is billed the cold cache too; the 24-hour tier keeps it warm."""
+    from activities.tokens import token_encoder
+
+    listing = "\n".join(f"src/module_{n}.py: def handler_{n}(request): return {n * 13}" for n in range(400))
+    trace = {"source": "test/timed", "id": "fixture/timed", "license": "test", "messages": [
+        {"role": "system", "content": "You are a coding agent.", "timestamp": "2026-05-01T10:00:00+00:00"},
+        {"role": "user", "content": "Find the handler that returns 390.", "timestamp": "2026-05-01T10:00:05+00:00"},
+        {"role": "assistant", "content": None, "timestamp": "2026-05-01T10:00:10+00:00",
+         "tool_calls": [{"id": "c1", "name": "bash", "arguments": {"command": "grep -rn handler src"}}]},
+        {"role": "tool", "tool_call_id": "c1", "name": "bash", "content": listing,
+         "timestamp": "2026-05-01T10:00:12+00:00"},
+        {"role": "assistant", "content": "handler_30 in src/module_30.py.", "timestamp": "2026-05-01T10:00:20+00:00"},
+        {"role": "user", "content": "And the one returning 13?", "timestamp": "2026-05-01T10:10:20+00:00"},
+        {"role": "assistant", "content": "handler_1.", "timestamp": "2026-05-01T10:10:25+00:00"},
+    ]}
+    path = tmp_path / "timed.jsonl"
+    path.write_text(json.dumps(trace) + "\n")
+    report = await run_traces_with(graph_deps, path, encode=token_encoder())
+    last = max(report.rows, key=lambda row: row.call)
+    assert last.strategies["dossier"].epoch == "cold cache"
+    assert max(report.rows, key=lambda row: -row.call).strategies["dossier"].epoch != "cold cache"
+    replay = last.strategies["full_replay"].bills
+    assert replay["anthropic"].read == 0 and replay["openai-gpt5"].read == 0
+    assert replay["anthropic-1h"].read > 0 and replay["openai-gpt5-24h"].read > 0
+    async with graph_deps.sessions() as session:
+        assembly = await get_context_assembly(session, report.account_id, last.assembly_id)
+    assert assembly.record.epoch.reason.startswith("cold cache: 605 s since the previous call")

@@ -25,3 +25,20 @@ def test_limit_reads_only_the_first_trajectories(tmp_path: Path) -> None:
     assert [t["id"] for t in load_traces(path)] == ["a", "b"]
     assert [t["id"] for t in load_traces(path, limit=1)] == ["a"]
     assert load_traces(path, limit=0) == []
+
+
+def test_a_trajectory_clock_needs_every_message_timed_and_in_order() -> None:
+    from datetime import UTC, datetime
+
+    from harness.bench.traces import trace_clock
+
+    timed = {"messages": [{"role": "user", "timestamp": "2026-05-01T10:00:00"},
+                          {"role": "assistant", "timestamp": 1777629660}]}
+    assert trace_clock(timed) == [datetime(2026, 5, 1, 10, 0, tzinfo=UTC), datetime(2026, 5, 1, 10, 1, tzinfo=UTC)]
+    assert trace_clock({"messages": [{"role": "user", "timestamp": "2026-05-01T10:00:00"}, {"role": "assistant"}]}) \
+        is None
+    backwards = {"id": "t", "messages": [{"timestamp": 100}, {"timestamp": 50}]}
+    with pytest.raises(ValueError, match="message 1's timestamp is earlier"):
+        trace_clock(backwards)
+    with pytest.raises(ValueError, match="message 0's timestamp 'yesterday' is neither ISO 8601"):
+        trace_clock({"messages": [{"timestamp": "yesterday"}]})

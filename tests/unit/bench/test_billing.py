@@ -102,3 +102,45 @@ def test_message_blocks_count_like_the_benchmark_token_rule() -> None:
     blocks = message_blocks(messages, encode)
     assert sum(len(b) for b in blocks) == count_tokens(messages, lambda text: len(encode(text)))
     assert transcript_breakpoints(messages) == (0, 3)
+
+
+# --------------------------------------------------------------------------- cache lifetimes
+
+
+def _at(at: float, *blocks: tuple[int, ...]) -> Prompt:
+    return Prompt(tuple(blocks), (len(blocks) - 1,), at=at)
+
+
+@pytest.mark.parametrize("name", ["anthropic", "openai-gpt5"])
+def test_an_entry_unused_past_its_lifetime_is_gone(name) -> None:
+    model = PRICE_MODELS[name]
+    warm = bill_sequence([_at(0, SYSTEM, A), _at(299, SYSTEM, A, B)], model)
+    cold = bill_sequence([_at(0, SYSTEM, A), _at(301, SYSTEM, A, B)], model)
+    assert warm[1].read > 0 and cold[1].read == 0
+    assert cold[1].cost > warm[1].cost
+
+
+def test_a_read_refreshes_the_entry_it_hits() -> None:
+    # The second request finds (SYSTEM, A) by looking back from its own breakpoint, the third the same way:
+    # 500 s after the entry was written, 250 s after it was last read.
+    bills = bill_sequence([_at(0, SYSTEM, A), _at(250, SYSTEM, A, B), _at(500, SYSTEM, A, C)],
+                          PRICE_MODELS["anthropic"])
+    assert bills[1].read == bills[2].read == len(SYSTEM) + len(A)
+
+
+def test_the_longer_tiers_keep_what_the_short_ones_lose_at_their_price() -> None:
+    late = [_at(0, SYSTEM, A), _at(1800, SYSTEM, A, B)]
+    short, long = bill_sequence(late, PRICE_MODELS["anthropic"]), bill_sequence(late, PRICE_MODELS["anthropic-1h"])
+    assert short[1].read == 0 and long[1].read == len(SYSTEM) + len(A)
+    # The 1-hour tier writes at 2x: the first request costs more, and being read later is what repays it.
+    assert long[0].cost == pytest.approx(2.0 * long[0].written) and long[0].cost > short[0].cost
+    assert sum(b.cost for b in long) < sum(b.cost for b in short)
+    extended = bill_sequence(late, PRICE_MODELS["openai-gpt5-24h"])
+    in_memory = bill_sequence(late, PRICE_MODELS["openai-gpt5"])
+    assert extended[0].cost == in_memory[0].cost and extended[1].read > 0 == in_memory[1].read
+
+
+def test_prompts_without_a_time_are_within_every_lifetime() -> None:
+    untimed = [_prompt(SYSTEM, A), _prompt(SYSTEM, A, B)]
+    for model in PRICE_MODELS.values():
+        assert bill_sequence(untimed, model) == bill_sequence([_at(0, SYSTEM, A), _at(1, SYSTEM, A, B)], model)

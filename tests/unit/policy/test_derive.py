@@ -460,6 +460,19 @@ def test_repeated_progress_lines_give_way_to_lines_that_say_something_new():
     assert summary.endswith("| job 42 done (123 lines, 6 shown)")
 
 
+def test_repeated_lines_are_said_once_and_do_not_crowd_out_the_failure():
+    """45 retry errors are 'failure' lines too: said once with their count, each distinct one once."""
+    log = "\n".join(["pytest -x tests", *["ERROR: connection refused, retrying"] * 40,
+                     *[f"tests/test_{i}.py::test_case_{i} PASSED" for i in range(30)],
+                     "FAILED tests/test_payment.py::test_refund - AssertionError: 3 != 4",
+                     *["ERROR: connection refused, retrying"] * 5, "1 failed, 30 passed in 2.1s"])
+    summary = text_summary(log, 240)
+    assert summary.startswith("pytest -x tests | ERROR: connection refused, retrying (×40) | ")
+    assert "FAILED tests/test_payment.py::test_refund - AssertionError: 3 != 4" in summary
+    assert summary.count("connection refused") == 1
+    assert "| 1 failed, 30 passed in 2.1s (78 lines, " in summary
+
+
 def test_a_source_file_keeps_an_outline_of_what_it_defines():
     source = "\n".join(["import os", "", *[f"x{i} = {i}" for i in range(200)], "class Ledger:",
                         "    def post(self, entry):", "        return entry", "async def settle(batch):",

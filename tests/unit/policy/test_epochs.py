@@ -18,7 +18,7 @@ import pytest
 
 from policy.assembler import AssemblyResult, assemble, render_context, select_context, short_ids_for
 from policy.enums import DecisionOutcome, FreshnessClass, MessageRole, PrivacyClass, ToolCallStatus, VisibilityScope
-from policy.epochs import BREAK_EVEN, restart_pays
+from policy.epochs import BREAK_EVEN, COLD_CACHE, restart_pays
 from policy.explain import epoch_state
 from policy.native import (
     ERROR_TEXT,
@@ -458,7 +458,7 @@ def test_a_policy_change_starts_a_new_epoch(timeline):
     timeline.call()
     timeline.policy = DEFAULT_POLICY.model_copy(update={"message_window": 7})
     timeline.user("again")
-    assert epoch_decision(timeline.call()).reason.startswith("started: policy changed from dossier-default/8#")
+    assert epoch_decision(timeline.call()).reason.startswith("started: policy changed from dossier-default/9#")
 
 
 def test_epochs_can_be_turned_off(timeline):
@@ -686,3 +686,50 @@ def test_a_grown_epoch_restarts_when_the_break_even_says_so(timeline, counter):
 def test_a_restart_is_not_weighed_for_a_small_appended_part(timeline):
     timeline.policy = BREAKING_EVEN.model_copy(update={"break_even_min_tokens": 10**9})
     assert _long_reads(timeline, 8) == ["continued"] * 8
+
+
+# --------------------------------------------------------------------------- cold caches
+
+
+def _reads_then_late_call(timeline: Timeline, late: timedelta, route: str = "anthropic", steps: int = 3) -> str:
+    """A run that reads 3k-token files within its budget on ``route``, then one call ``late`` after the last."""
+    timeline.policy = timeline.policy.model_copy(update={"default_token_budget": 200_000})
+    timeline.user("read the files")
+    timeline.call(provider_route=route)
+    for i in range(steps):
+        [read] = timeline.step("read_file")
+        timeline.result(read, ("\n".join(f"line {i}.{n}: value_{i}_{n} = {n * 7}" for n in range(300))).encode(),
+                        content_type="text/plain")
+        assert epoch_decision(timeline.call(provider_route=route)).reason == "continued"
+    timeline.user("and now?")
+    timeline.now = timeline.now + late
+    result = timeline.call(provider_route=route)
+    assert provider_problems(result.to_openai()) == []
+    return epoch_decision(result).reason
+
+
+def test_a_call_after_the_cache_lifetime_starts_a_smaller_epoch(timeline, counter):
+    reason = _reads_then_late_call(timeline, timedelta(minutes=6))
+    assert reason.startswith(f"started: {COLD_CACHE} 360 s since the previous call, past the route's 300 s"), reason
+    before, after = timeline.results[-2], timeline.results[-1]
+    assert after.record.assembled_tokens < before.record.assembled_tokens
+    # The same call within the lifetime continues the epoch: only a cold cache makes the restart free.
+    assert _reads_then_late_call(Timeline(counter), timedelta(minutes=4)) == "continued"
+
+
+def test_a_route_without_a_cache_lifetime_is_never_assumed_cold(counter):
+    assert "local" not in DEFAULT_POLICY.cache_ttl_seconds
+    assert _reads_then_late_call(Timeline(counter), timedelta(hours=3), route="local") == "continued"
+
+
+def test_an_unknown_previous_time_is_never_assumed_cold(counter):
+    timeline = Timeline(counter)
+    original = timeline.call
+
+    def untimed(**overrides: Any) -> AssemblyResult:
+        result = original(**overrides)
+        timeline.previous = timeline.previous.model_copy(update={"generation_at": None})
+        return result
+
+    timeline.call = untimed  # type: ignore[method-assign]
+    assert _reads_then_late_call(timeline, timedelta(hours=3)) == "continued"

@@ -53,7 +53,7 @@ def test_fingerprint_is_stable_across_hash_seeds():
 def test_fingerprint_is_a_sha256_and_the_version_tag_cites_it():
     fingerprint = DEFAULT_POLICY.fingerprint
     assert len(fingerprint) == 64 and int(fingerprint, 16) >= 0
-    assert DEFAULT_POLICY.version_tag == f"dossier-default/8#{fingerprint[:12]}"
+    assert DEFAULT_POLICY.version_tag == f"dossier-default/9#{fingerprint[:12]}"
 
 
 def test_equal_policies_have_equal_fingerprints():
@@ -103,6 +103,8 @@ CHANGES = [
     ("break_even_min_tokens", {"break_even_min_tokens": 1}),
     ("cache_read_price", {"cache_read_price": 0.5}),
     ("cache_write_price", {"cache_write_price": 1.0}),
+    ("cache_ttl_seconds value", {"cache_ttl_seconds": {"anthropic": 3600, "openai": 300}}),
+    ("cache_ttl_seconds route", {"cache_ttl_seconds": {"anthropic": 300}}),
     ("epoch_staleness", {"epoch_staleness": "note"}),
     ("native_view_bytes", {"native_view_bytes": 0}),
     ("native_view_source_bytes", {"native_view_source_bytes": 1024}),

@@ -14,7 +14,7 @@ from policy.versions import LEAN_POLICY, REGISTERED_POLICIES, policy_by_name, po
 
 
 def test_assemblies_record_the_tag_the_registry_is_keyed_by() -> None:
-    assert DEFAULT_POLICY.version_tag == f"dossier-default/8#{DEFAULT_POLICY.fingerprint[:12]}"
+    assert DEFAULT_POLICY.version_tag == f"dossier-default/9#{DEFAULT_POLICY.fingerprint[:12]}"
     assert policy_for_tag(DEFAULT_POLICY.version_tag) is DEFAULT_POLICY
     assert policy_for_tag(LEAN_POLICY.version_tag) is LEAN_POLICY
 
@@ -53,8 +53,8 @@ def test_the_lean_variant_keeps_fewer_transcript_messages(run) -> None:
     [
         ("dossier-default/5#0123456789ab", "no registered policy is named 'dossier-default/5'"),
         ("", "no registered policy is named ''"),
-        ("dossier-default/8", "is registered with fingerprint"),
-        ("dossier-default/8#000000000000", "is registered with fingerprint"),
+        ("dossier-default/9", "is registered with fingerprint"),
+        ("dossier-default/9#000000000000", "is registered with fingerprint"),
         (f"{DEFAULT_POLICY.version_tag}0", "is registered with fingerprint"),
     ],
 )
@@ -73,10 +73,10 @@ def test_a_policy_edited_under_an_unchanged_name_is_not_its_registered_version()
 
 
 def test_by_name_accepts_a_name_or_a_tag() -> None:
-    assert policy_by_name("dossier-default/8") is DEFAULT_POLICY
+    assert policy_by_name("dossier-default/9") is DEFAULT_POLICY
     assert policy_by_name("dossier-lean/1") is LEAN_POLICY
     assert policy_by_name(LEAN_POLICY.version_tag) is LEAN_POLICY
-    with pytest.raises(UnknownPolicyVersionError, match="known: dossier-default/8, dossier-lean/1"):
+    with pytest.raises(UnknownPolicyVersionError, match="known: dossier-default/9, dossier-lean/1"):
         policy_by_name("dossier-strict/9")
     with pytest.raises(UnknownPolicyVersionError):
         policy_by_name("dossier-lean/1#ffffffffffff")
