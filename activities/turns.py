@@ -277,6 +277,7 @@ class TurnActivities:
                     messages=tuple(ChatMessage.from_openai(message) for message in stored.messages or ()),
                     tools=tuple(self.tools.schemas(offered)),
                     cache_breakpoints=epoch.cache_breakpoints if epoch else (),
+                    cache_ttl_seconds=epoch.cache_ttl_seconds if epoch else None,
                 )))
             except Exception as error:
                 self.deps.metrics.record_provider_error(route.name, time.perf_counter() - started, error)

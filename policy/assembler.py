@@ -42,6 +42,7 @@ from policy.epochs import (
     split_at,
     stale_note_texts,
     stale_notes,
+    with_cache_tier,
 )
 from policy.errors import BoundaryMismatchError, UnknownParticipantError
 from policy.gates import admit
@@ -101,10 +102,11 @@ def select_context(
         if reason is None:
             fresh = _break_even(selection, counter, short) or _cold_cache(selection, previous, counter, short)
             if fresh is not None:
-                return fresh
-            return in_epoch(selection, epoch.epoch_id, started=False, reason=EPOCH_CONTINUED)
+                return with_cache_tier(fresh, previous)
+            return with_cache_tier(in_epoch(selection, epoch.epoch_id, started=False, reason=EPOCH_CONTINUED),
+                                   previous)
     selection, new_epoch = _fresh(policy, boundary, candidates, counter, short, budget)
-    return in_epoch(selection, new_epoch, started=True, reason=reason or "new epoch")
+    return with_cache_tier(in_epoch(selection, new_epoch, started=True, reason=reason or "new epoch"), previous)
 
 
 def _fresh(policy: ContextPolicy, boundary: GenerationBoundary, candidates: CandidateSet, counter: TokenCounter,

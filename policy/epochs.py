@@ -289,6 +289,45 @@ def cold_cache_reason(gap: int, ttl: int, now_tokens: int, fresh_tokens: int) ->
             f"a new epoch of {fresh_tokens} tokens is written instead of {now_tokens}")
 
 
+LONGER_CACHE = "longer cache:"
+"""How the decision that asks for the route's longer cache tier starts."""
+
+
+def longer_cache_tier(policy: ContextPolicy, boundary: GenerationBoundary,
+                      previous: PreviousAssembly | None) -> tuple[int, str] | None:
+    """The longer cache lifetime this call should ask for, and why; ``None``: the provider's default.
+
+    A call that came later than the route's cache lifetime after the participant's previous call, but within
+    its longer tier, predicts that the next one comes as late: one write at the longer tier's price is then
+    cheaper than a short write now and another when the next call finds the entry gone, as long as the longer
+    write costs less than two short ones.
+    """
+    route = boundary.provider_route
+    short, long = policy.cache_ttl_seconds.get(route), policy.cache_long_ttl_seconds.get(route)
+    if short is None or long is None or previous is None or previous.generation_at is None:
+        return None
+    gap = int((boundary.now - previous.generation_at).total_seconds())
+    if not short < gap <= long or policy.cache_long_write_price >= 2 * policy.cache_write_price:
+        return None
+    return long, (f"{LONGER_CACHE} {long} s entries: this call came {gap} s after the previous one, past the "
+                  f"route's {short} s lifetime; if the next comes as late, one write at "
+                  f"{policy.cache_long_write_price}x costs less than {policy.cache_write_price}x now and again then")
+
+
+def with_cache_tier(selection: Selection, previous: PreviousAssembly | None) -> Selection:
+    """The selection asking for the longer cache tier when :func:`longer_cache_tier` says so (decision logged)."""
+    tier = longer_cache_tier(selection.policy, selection.boundary, previous)
+    if tier is None:
+        return selection
+    seconds, reason = tier
+    decision = PolicyDecisionRecord(
+        kind="cache", subject_ref=f"epoch:{selection.epoch.epoch_id}", outcome=DecisionOutcome.NOTED,
+        reason=reason, policy_version=selection.policy.version_tag,
+    )
+    return replace(selection, epoch=selection.epoch.model_copy(update={"cache_ttl_seconds": seconds}),
+                   decisions=(*selection.decisions, decision))
+
+
 def in_epoch(selection: Selection, epoch: str, *, started: bool, reason: str) -> Selection:
     """The selection with its epoch named, and the epoch decision logged."""
     record = selection.epoch.model_copy(update={"epoch_id": epoch, "started": started, "reason": reason})
@@ -334,6 +373,7 @@ def stale_note_texts(ctx: SelectionContext, noted: Sequence[tuple[str, int]]) ->
 __all__ = [
     "BREAK_EVEN",
     "COLD_CACHE",
+    "LONGER_CACHE",
     "EPOCH_CONTINUED",
     "STALE_NOTE",
     "EventRecords",
@@ -347,6 +387,7 @@ __all__ = [
     "item_key",
     "break_even_reason",
     "latest_own_message",
+    "longer_cache_tier",
     "own_model_calls",
     "restart_pays",
     "own_tool_steps",
@@ -356,4 +397,5 @@ __all__ = [
     "stale_note_texts",
     "stale_notes",
     "step_calls",
+    "with_cache_tier",
 ]

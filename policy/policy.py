@@ -73,6 +73,11 @@ DEFAULT_CACHE_TTL_SECONDS: dict[str, int] = {"anthropic": 300, "openai": 300}
 5-10 minutes of inactivity (the shorter is assumed)."""
 
 
+DEFAULT_CACHE_LONG_TTL_SECONDS: dict[str, int] = {"anthropic": 3600}
+"""Anthropic's 1-hour cache duration (written at 2x). OpenAI's extended retention (24 hours, same price) is
+offered by some models only, so it is not assumed."""
+
+
 DEFAULT_FRESHNESS_TTL: dict[FreshnessClass, timedelta | None] = {
     FreshnessClass.VOLATILE: timedelta(minutes=15),
     FreshnessClass.SESSION: timedelta(hours=12),
@@ -183,6 +188,13 @@ class ContextPolicy(Record):
     than this after the participant's previous call finds the cache cold: continuing the epoch would write the
     whole grown context to the cache again, so the epoch restarts when the new one is smaller (a reason that
     starts ``cold cache:``). A route not listed (a local server's slot) is never assumed cold."""
+    cache_long_ttl_seconds: dict[str, int] = Field(default_factory=lambda: dict(DEFAULT_CACHE_LONG_TTL_SECONDS))
+    """The longer cache tier a route sells, in seconds (Anthropic's 1-hour entries). A call that came later than
+    the route's ``cache_ttl_seconds`` after the participant's previous one, but within this, asks for the longer
+    tier: if the next call comes as late, one write at ``cache_long_write_price`` beats a short write now and
+    another when the next call finds it gone. A route not listed keeps its provider's default lifetime."""
+    cache_long_write_price: float = Field(default=2.0, gt=0)
+    """A token written to the longer tier, as a share of an uncached one (Anthropic's 1-hour cache: 2.0)."""
     epoch_supersession: str = Field(default="note", pattern="^(restart|note)$")
     """When an appended result supersedes a memory in the prefix: ``note`` it right after the result
     (the prefix keeps the older line, the note names it superseded, as for an appended result), or

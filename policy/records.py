@@ -488,6 +488,9 @@ class EpochRecord(Record):
     """``(memory id, after seq)`` of prefix memories noted stale during the epoch, in the order noted."""
     cache_breakpoints: tuple[int, ...] = ()
     """Message indexes after which a provider should cache (system prompt, prefix end, last message)."""
+    cache_ttl_seconds: int | None = None
+    """The cache lifetime this call's breakpoints ask for (``ContextPolicy.cache_long_ttl_seconds``);
+    ``None``: the provider's default."""
 
 
 class PreviousAssembly(Record):

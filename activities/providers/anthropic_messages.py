@@ -16,7 +16,8 @@ request the way both APIs' rules line up (the rules
   of each message the assembly recorded a cache breakpoint after (its
   ``epoch.cache_breakpoints``: the system prompt, the end of the epoch's
   prefix, the last message), so consecutive calls of one epoch read their
-  shared prefix from Anthropic's cache;
+  shared prefix from Anthropic's cache; with ``"ttl": "1h"`` when the assembly
+  asked for the 1-hour tier (its ``epoch.cache_ttl_seconds``);
 * tool schemas become ``{"name", "description", "input_schema"}``.
 
 As for OpenAI, the SDK's retries are off and its exceptions become Dossier's
@@ -48,6 +49,13 @@ ANTHROPIC_BASE_URL = "https://api.anthropic.com"
 
 EPHEMERAL = {"type": "ephemeral"}
 """Anthropic's cache breakpoint (the 5-minute cache)."""
+ONE_HOUR = 3600
+"""Anthropic's longer cache duration, asked for as ``"ttl": "1h"``."""
+
+
+def cache_control(ttl_seconds: int | None) -> dict[str, str]:
+    """The breakpoint for a requested lifetime: the 1-hour tier from an hour on, else the default 5 minutes."""
+    return {**EPHEMERAL, "ttl": "1h"} if ttl_seconds is not None and ttl_seconds >= ONE_HOUR else dict(EPHEMERAL)
 
 
 def anthropic_tools(tools: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -74,7 +82,7 @@ def _blocks(message: ChatMessage) -> list[dict[str, Any]]:
     return blocks
 
 
-def to_anthropic(messages: Sequence[ChatMessage], breakpoints: Iterable[int] = ()
+def to_anthropic(messages: Sequence[ChatMessage], breakpoints: Iterable[int] = (), ttl_seconds: int | None = None,
                  ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """An assembled context as Anthropic's ``system`` blocks and ``messages`` turns.
 
@@ -82,6 +90,7 @@ def to_anthropic(messages: Sequence[ChatMessage], breakpoints: Iterable[int] = (
         messages: the assembly, in OpenAI form (a checked list: system messages first, a user turn
             next, every tool result right after its call).
         breakpoints: indexes into ``messages`` after which to cache.
+        ttl_seconds: the lifetime the breakpoints ask for (:func:`cache_control`).
 
     Returns:
         ``(system, turns)``.
@@ -110,7 +119,7 @@ def to_anthropic(messages: Sequence[ChatMessage], breakpoints: Iterable[int] = (
         last_block[index] = blocks[-1]
     for index in sorted(set(breakpoints)):
         if index in last_block:
-            last_block[index]["cache_control"] = dict(EPHEMERAL)
+            last_block[index]["cache_control"] = cache_control(ttl_seconds)
     return system, turns
 
 
@@ -153,7 +162,7 @@ class AnthropicProvider:
 
     def body(self, request: ModelRequest) -> dict[str, Any]:
         """The Messages request body for ``request`` (without ``extra_body``)."""
-        system, turns = to_anthropic(request.messages, request.cache_breakpoints)
+        system, turns = to_anthropic(request.messages, request.cache_breakpoints, request.cache_ttl_seconds)
         body: dict[str, Any] = {
             "model": request.model, "messages": turns,
             "max_tokens": self.endpoint.max_output_tokens or ANTHROPIC_MAX_OUTPUT_TOKENS,

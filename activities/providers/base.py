@@ -111,6 +111,9 @@ class ModelRequest(BaseModel):
     cache_breakpoints: tuple[int, ...] = ()
     """Indexes into ``messages`` after which a provider with explicit prompt caching should cache (the
     assembly's ``epoch.cache_breakpoints``: system prompt, end of the epoch's prefix, last message)."""
+    cache_ttl_seconds: int | None = None
+    """The cache lifetime the breakpoints ask for (the assembly's ``epoch.cache_ttl_seconds``); ``None``: the
+    provider's default."""
 
 
 class ProviderUsage(BaseModel):

@@ -101,6 +101,10 @@ class PriceModel:
     """Tokens at the end of a prompt evaluated anew even when cached (llama.cpp: 1, for the next token's logits)."""
     ttl_seconds: float | None = None
     """How long an entry lives after its last use (``None``: as long as the trajectory)."""
+    long_ttl_seconds: float | None = None
+    """The longer tier a request may ask for (:attr:`Prompt.long_tier`; explicit caching only)."""
+    long_write: float | None = None
+    """The longer tier's write price."""
 
     def parameters(self) -> dict[str, Any]:
         """The parameters, as printed with the results."""
@@ -111,6 +115,8 @@ class PriceModel:
             "lookback_blocks": self.lookback_blocks, "source": self.source}
         if self.ttl_seconds is not None:
             out["ttl_seconds"] = self.ttl_seconds
+        if self.long_ttl_seconds is not None:
+            out.update(long_ttl_seconds=self.long_ttl_seconds, long_write=self.long_write)
         if self.slots:  # only the server-slot model has these: the providers' printed parameters stay as they were
             out.update(slots=self.slots, fresh_tail=self.fresh_tail)
         return out
@@ -118,9 +124,9 @@ class PriceModel:
 
 PRICE_MODELS: dict[str, PriceModel] = {
     "anthropic": PriceModel("anthropic", read=0.1, write=1.25, min_tokens=1024, step=1, explicit=True,
-                            lookback_blocks=20, ttl_seconds=300,
+                            lookback_blocks=20, ttl_seconds=300, long_ttl_seconds=3600, long_write=2.0,
                             source="https://platform.claude.com/docs/en/build-with-claude/prompt-caching "
-                                   "(Claude Sonnet 4.5 minimum; 5-minute entries)"),
+                                   "(Claude Sonnet 4.5 minimum; 5-minute entries, 1-hour ones on request)"),
     "anthropic-1h": PriceModel("anthropic-1h", read=0.1, write=2.0, min_tokens=1024, step=1, explicit=True,
                                lookback_blocks=20, ttl_seconds=3600,
                                source="https://platform.claude.com/docs/en/build-with-claude/prompt-caching "
@@ -160,6 +166,8 @@ class Prompt:
     """Block indexes carrying ``cache_control`` (explicit caching), ascending."""
     at: float | None = None
     """When the request is sent, in seconds on the trajectory's clock (``None``: within every cache lifetime)."""
+    long_tier: bool = False
+    """The request's breakpoints ask for the model's longer tier (Anthropic's ``"ttl": "1h"``)."""
 
     @property
     def tokens(self) -> int:
@@ -242,12 +250,13 @@ class _Cache:
     prompts: list[Prompt] = field(default_factory=list)
     used: list[float | None] = field(default_factory=list)
     """When each of ``prompts`` was last sent or read from."""
-    entries: dict[int, float | None] = field(default_factory=dict)
-    """Explicit caching: hashes of the block prefixes written at breakpoints, and when each was last used."""
+    entries: dict[int, tuple[float | None, float | None]] = field(default_factory=dict)
+    """Explicit caching: hashes of the block prefixes written at breakpoints -> (when last used, lifetime)."""
 
-    def alive(self, last_used: float | None, at: float | None, model: PriceModel) -> bool:
-        """Whether an entry last used at ``last_used`` is still cached at ``at``."""
-        return model.ttl_seconds is None or at is None or last_used is None or at - last_used <= model.ttl_seconds
+    @staticmethod
+    def alive(last_used: float | None, ttl: float | None, at: float | None) -> bool:
+        """Whether an entry of lifetime ``ttl`` last used at ``last_used`` is still cached at ``at``."""
+        return ttl is None or at is None or last_used is None or at - last_used <= ttl
 
 
 def _prefix_hashes(prompt: Prompt) -> list[tuple[int, int]]:
@@ -284,7 +293,8 @@ def _bill_automatic(prompt: Prompt, model: PriceModel, cache: _Cache) -> Bill:
     read = 0
     if model.read < 1.0:
         start = max(0, len(cache.prompts) - model.slots) if model.slots else 0
-        live = [i for i in range(start, len(cache.prompts)) if cache.alive(cache.used[i], prompt.at, model)]
+        live = [i for i in range(start, len(cache.prompts))
+                if cache.alive(cache.used[i], model.ttl_seconds, prompt.at)]
         hits = [(min(_common_prefix(prompt, cache.prompts[i]), cache.prompts[i].tokens), i) for i in live]
         shared, source = max(hits, default=(0, -1))
         shared = min(shared, max(0, total - model.fresh_tail))
@@ -309,20 +319,22 @@ def _bill_explicit(prompt: Prompt, model: PriceModel, cache: _Cache) -> Bill:
     for point in prompt.breakpoints:
         for block in range(point, max(-1, point - model.lookback_blocks - 1), -1):
             digest, position = prefixes[block]
-            if digest in cache.entries and cache.alive(cache.entries[digest], prompt.at, model):
+            if digest in cache.entries and cache.alive(*cache.entries[digest], prompt.at):
                 if position > read:
                     read, hit = position, digest
                 break
     if hit is not None:
-        cache.entries[hit] = prompt.at  # a read refreshes the entry
+        cache.entries[hit] = (prompt.at, cache.entries[hit][1])  # a read refreshes the entry
+    long = prompt.long_tier and model.long_ttl_seconds is not None
+    ttl, write = (model.long_ttl_seconds, model.long_write or model.write) if long else (model.ttl_seconds, model.write)
     last = prefixes[prompt.breakpoints[-1]][1] if prompt.breakpoints else 0
     written = max(0, last - read) if last >= model.min_tokens else 0
     for point in prompt.breakpoints:
         digest, position = prefixes[point]
         if position >= model.min_tokens:
-            cache.entries[digest] = prompt.at
+            cache.entries[digest] = (prompt.at, ttl)
     plain = total - read - written
-    return Bill(tokens=total, read=read, written=written, cost=read * model.read + written * model.write + plain)
+    return Bill(tokens=total, read=read, written=written, cost=read * model.read + written * write + plain)
 
 
 def billed_ratios(replay: Sequence[Prompt], strategy: Sequence[Prompt]) -> dict[str, dict[str, float]]:

@@ -41,7 +41,7 @@ from policy.compact import compact_text, parse_compact, to_json
 from policy.payloads import parse_structured
 from policy.enums import MessageRole, PrivacyClass, RuntimeKind, ToolCallStatus
 from policy.policy import ContextPolicy
-from policy.records import GenerationBoundary, PreviousAssembly, ToolCallRequest
+from policy.records import EpochRecord, GenerationBoundary, PreviousAssembly, ToolCallRequest
 from policy.tools import wire_name
 from policy.validate import provider_problems
 from policy.tokens import MESSAGE_OVERHEAD_TOKENS
@@ -341,15 +341,16 @@ async def run_trace(deps: GraphDeps, account_id: str, trace: dict[str, Any], pee
     counter = deps.counter
     prompts: dict[str, list[Prompt]] = defaultdict(list)
 
-    def sent(name: str, messages: list[dict[str, Any]], at: datetime,
-             breakpoints: tuple[int, ...] | None = None) -> list[str]:
-        """Bill ``messages`` as ``name``'s next request, sent at ``at``; returns why a provider would refuse it."""
+    def sent(name: str, messages: list[dict[str, Any]], at: datetime, epoch: EpochRecord | None = None) -> list[str]:
+        """Bill ``messages`` as ``name``'s next request, sent at ``at`` (Dossier's with its epoch's breakpoints
+        and cache tier); returns why a provider would refuse it."""
         if observe is not None:
             observe(name, messages)
         if encode is not None:
-            prompts[name].append(Prompt(message_blocks(messages, encode),
-                                        breakpoints if breakpoints is not None else transcript_breakpoints(messages),
-                                        at=(at - START).total_seconds()))
+            prompts[name].append(Prompt(
+                message_blocks(messages, encode),
+                epoch.cache_breakpoints if epoch is not None else transcript_breakpoints(messages),
+                at=(at - START).total_seconds(), long_tier=epoch is not None and epoch.cache_ttl_seconds is not None))
         return provider_invalid(messages)
 
     importer = _Import(deps, account_id, trace)
@@ -404,7 +405,7 @@ async def run_trace(deps: GraphDeps, account_id: str, trace: dict[str, Any], pee
                 previous[name] = PreviousAssembly.of(result.record, boundary)
                 context = result.to_openai()
                 epoch = result.record.epoch
-                invalid = sent(name, context, when, epoch.cache_breakpoints if epoch else None)
+                invalid = sent(name, context, when, epoch)
                 row.add(name, count_tokens(context, counter), system_tokens,
                         _outcomes("\n".join(map(message_text, context)), call,
                                   lambda r, res=result: _dossier_reason(res, importer, trace, r)), invalid)

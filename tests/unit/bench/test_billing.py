@@ -144,3 +144,14 @@ def test_prompts_without_a_time_are_within_every_lifetime() -> None:
     untimed = [_prompt(SYSTEM, A), _prompt(SYSTEM, A, B)]
     for model in PRICE_MODELS.values():
         assert bill_sequence(untimed, model) == bill_sequence([_at(0, SYSTEM, A), _at(1, SYSTEM, A, B)], model)
+
+
+def test_a_request_may_ask_for_anthropics_longer_tier() -> None:
+    """Dossier asks for 1-hour entries when its calls come late (policy.epochs.longer_cache_tier)."""
+    model = PRICE_MODELS["anthropic"]
+    asked = [Prompt((SYSTEM, A), (1,), at=0, long_tier=True), _at(1800, SYSTEM, A, B)]
+    bills = bill_sequence(asked, model)
+    assert bills[0].cost == pytest.approx(2.0 * bills[0].written)
+    assert bills[1].read == len(SYSTEM) + len(A)
+    # The automatic models have no such tier: the request is billed as any other.
+    assert bill_sequence(asked, PRICE_MODELS["openai-gpt5"])[1].read == 0

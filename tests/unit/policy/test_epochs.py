@@ -18,7 +18,7 @@ import pytest
 
 from policy.assembler import AssemblyResult, assemble, render_context, select_context, short_ids_for
 from policy.enums import DecisionOutcome, FreshnessClass, MessageRole, PrivacyClass, ToolCallStatus, VisibilityScope
-from policy.epochs import BREAK_EVEN, COLD_CACHE, restart_pays
+from policy.epochs import BREAK_EVEN, COLD_CACHE, LONGER_CACHE, restart_pays
 from policy.explain import epoch_state
 from policy.native import (
     ERROR_TEXT,
@@ -733,3 +733,35 @@ def test_an_unknown_previous_time_is_never_assumed_cold(counter):
 
     timeline.call = untimed  # type: ignore[method-assign]
     assert _reads_then_late_call(timeline, timedelta(hours=3)) == "continued"
+
+
+def _tier(result: AssemblyResult) -> tuple[int | None, list[str]]:
+    return result.record.epoch.cache_ttl_seconds, [d.reason for d in result.decisions if d.kind == "cache"]
+
+
+def test_a_late_call_asks_for_the_longer_cache_tier(timeline, counter):
+    _reads_then_late_call(timeline, timedelta(minutes=20))
+    seconds, reasons = _tier(timeline.results[-1])
+    assert seconds == 3600
+    assert reasons == [f"{LONGER_CACHE} 3600 s entries: this call came 1200 s after the previous one, past the "
+                       "route's 300 s lifetime; if the next comes as late, one write at 2.0x costs less than 1.25x "
+                       "now and again then"]
+    # Calls that came in time ask for nothing: the provider's default.
+    assert {_tier(result)[0] for result in timeline.results[:-1]} == {None}
+
+
+@pytest.mark.parametrize(("late", "route"), [
+    (timedelta(minutes=4), "anthropic"),    # within the short lifetime
+    (timedelta(hours=2), "anthropic"),      # past the longer tier too: nothing would keep it
+    (timedelta(minutes=20), "openai"),      # a route with no longer tier in the policy
+])
+def test_the_longer_tier_only_where_it_would_keep_the_cache(counter, late, route):
+    timeline = Timeline(counter)
+    _reads_then_late_call(timeline, late, route=route)
+    assert _tier(timeline.results[-1]) == (None, [])
+
+
+def test_the_longer_tier_is_not_asked_for_when_two_short_writes_cost_less(counter):
+    timeline = Timeline(counter, policy=DEFAULT_POLICY.model_copy(update={"cache_long_write_price": 2.5}))
+    _reads_then_late_call(timeline, timedelta(minutes=20))
+    assert _tier(timeline.results[-1]) == (None, [])

@@ -105,6 +105,8 @@ CHANGES = [
     ("cache_write_price", {"cache_write_price": 1.0}),
     ("cache_ttl_seconds value", {"cache_ttl_seconds": {"anthropic": 3600, "openai": 300}}),
     ("cache_ttl_seconds route", {"cache_ttl_seconds": {"anthropic": 300}}),
+    ("cache_long_ttl_seconds", {"cache_long_ttl_seconds": {}}),
+    ("cache_long_write_price", {"cache_long_write_price": 1.5}),
     ("epoch_staleness", {"epoch_staleness": "note"}),
     ("native_view_bytes", {"native_view_bytes": 0}),
     ("native_view_source_bytes", {"native_view_source_bytes": 1024}),

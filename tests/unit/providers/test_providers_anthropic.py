@@ -150,6 +150,21 @@ async def test_temperature_and_extra_fields_go_in_the_body(server: ProviderServe
 # --------------------------------------------------------------------------- the conversion on its own
 
 
+async def test_the_longer_cache_tier_goes_on_every_breakpoint(server: ProviderServer) -> None:
+    """An assembly that asked for the 1-hour tier (its epoch's cache_ttl_seconds) gets it at each breakpoint;
+    Anthropic wants longer entries before shorter ones, so one request never mixes them."""
+    server.reply(Reply(anthropic_message([{"type": "text", "text": "ok"}], input_tokens=1, output_tokens=1)))
+    await _provider(server).generate(_request(cache_ttl_seconds=3600))
+    [sent] = server.received
+    assert anthropic_request_problems(sent.body) == []
+    marks = [block["cache_control"] for block in [*sent.body["system"],
+                                                  *(b for turn in sent.body["messages"] for b in turn["content"])]
+             if "cache_control" in block]
+    assert marks == [{"type": "ephemeral", "ttl": "1h"}] * 3
+    # The default lifetime asks for nothing: the provider's 5 minutes.
+    assert to_anthropic(MESSAGES, BREAKPOINTS, None)[0][0]["cache_control"] == EPHEMERAL
+
+
 def test_without_breakpoints_no_block_is_marked() -> None:
     system, turns = to_anthropic(MESSAGES)
     assert "cache_control" not in str(system) + str(turns)
