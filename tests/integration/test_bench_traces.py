@@ -141,3 +141,8 @@ async def test_a_timestamped_trajectory_runs_on_its_own_clock(graph_deps, tmp_pa
     async with graph_deps.sessions() as session:
         assembly = await get_context_assembly(session, report.account_id, last.assembly_id)
     assert assembly.record.epoch.reason.startswith("cold cache: 605 s since the previous call")
+    # The previous call's time is stored with it: recomputing the assembly decides the same.
+    from activities.replay import recompute_assembly
+
+    again = await recompute_assembly(graph_deps, report.account_id, last.assembly_id)
+    assert again.identical and again.result.record.epoch == assembly.record.epoch
