@@ -134,7 +134,7 @@ async def assemble_context(
     raw, unavailable = await read_planned_payloads(deps, boundary.account_id, selection)
 
     start = time.perf_counter()
-    result = render_context(selection, raw, deps.counter, unavailable)
+    result = render_context(selection, raw, deps.counter, unavailable, deps.rendered)
     serialise_ms = _ms(start)
 
     timings = AssemblyTimings(graph_query_ms=graph_ms, policy_ms=policy_ms, serialise_ms=serialise_ms)

@@ -31,8 +31,9 @@ the artifact (counted when it was captured).
 
 from __future__ import annotations
 
+import hashlib
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, MutableMapping, Sequence
 
 from policy.compact import compact_text
 from policy.payloads import decode_payload, parse_structured
@@ -323,11 +324,39 @@ def _plan(call: ToolCallRecord, mode: str, text: str, counter: TokenCounter,
                       max_bytes=0, tokens=MESSAGE_OVERHEAD_TOKENS + counter(text), supersedes=supersedes)
 
 
+RenderedReads = MutableMapping[tuple[bytes, bool, int, str, bool], str]
+"""First-read texts a caller keeps across calls, by (raw bytes' sha256, view, max bytes, citation, compact)."""
+
+
+def _read_text(raw: bytes, view: bool, max_bytes: int, cite: str, compact: bool,
+               rendered: RenderedReads | None) -> str:
+    """A first read's text: the raw result (compact when shorter) whole within ``max_bytes``, or its view.
+
+    An epoch appends the same results call after call, and a large structured one costs tens of
+    milliseconds to compact and view each time; ``rendered``, when the caller keeps one, holds each
+    rendering by the raw bytes' digest. The text depends on nothing else, so it is the same either way.
+    """
+    key = (hashlib.sha256(raw).digest(), view, max_bytes, cite, compact)
+    found = rendered.get(key) if rendered is not None else None
+    if found is not None:
+        return found
+    text = decode_payload(raw)
+    if view:
+        text = text_view((compact and compact_text(text)) or text, max_bytes, cite)
+    else:
+        text = bounded(text, max_bytes)
+        text = (compact and compact_text(text)) or text
+    if rendered is not None:
+        rendered[key] = text
+    return text
+
+
 def render_events(
     plan: EventsPlan,
     raw_payloads: Mapping[str, bytes],
     unavailable: Mapping[str, str],
     compact: bool = True,
+    rendered: RenderedReads | None = None,
 ) -> list[ChatMessage]:
     """The planned events as messages, each own tool step followed by its tool results.
 
@@ -336,6 +365,7 @@ def render_events(
         raw_payloads: the raw bytes of ``raw`` results, by artifact id (hash verified by the caller).
         unavailable: artifacts whose bytes could not be read, with the reason.
         compact: send a structured raw result as its compact text (:mod:`policy.compact`) when that is shorter.
+        rendered: first-read texts the caller keeps across calls (:data:`RenderedReads`); read and filled here.
     """
     out: list[ChatMessage] = []
     for event in plan.events:
@@ -343,12 +373,9 @@ def render_events(
         for result in event.results:
             text = result.text
             if result.mode in READ_MODES and result.artifact_id is not None:
-                if result.artifact_id in raw_payloads and result.mode == "view":
-                    text = decode_payload(raw_payloads[result.artifact_id])
-                    text = text_view((compact and compact_text(text)) or text, result.max_bytes, result.cite)
-                elif result.artifact_id in raw_payloads:
-                    text = bounded(decode_payload(raw_payloads[result.artifact_id]), result.max_bytes)
-                    text = (compact and compact_text(text)) or text
+                if result.artifact_id in raw_payloads:
+                    text = _read_text(raw_payloads[result.artifact_id], result.mode == "view", result.max_bytes,
+                                      result.cite, compact, rendered)
                 elif result.artifact_id in unavailable:
                     text = result.text.replace("raw bytes unavailable",
                                                f"raw bytes unavailable: {unavailable[result.artifact_id]}")
@@ -361,6 +388,7 @@ __all__ = [
     "CONFLICTS_NOTE",
     "ERROR_TEXT",
     "PENDING_TEXT",
+    "RenderedReads",
     "SAME_TEXT",
     "STEP_TEXT_CUT",
     "SUMMARY_TEXT",

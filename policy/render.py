@@ -27,7 +27,7 @@ from policy.lines import (
     section,
     unavailable_evidence_line,
 )
-from policy.native import render_events
+from policy.native import RenderedReads, render_events
 from policy.records import (
     CandidateSet,
     ChatMessage,
@@ -65,6 +65,7 @@ def render_context(
     raw_payloads: Mapping[str, bytes],
     counter: TokenCounter,
     unavailable: Mapping[str, str] | None = None,
+    rendered: RenderedReads | None = None,
 ) -> AssemblyResult:
     """Second pure pass: serialise the selection into provider messages.
 
@@ -84,6 +85,8 @@ def render_context(
             the evidence is unavailable instead of being given anything else,
             and each one's decision says it was not shown whole, and why
             (:func:`policy.rehydration.unavailable_raw_decisions`).
+        rendered: first-read texts the caller keeps across calls (:data:`policy.native.RenderedReads`): an
+            epoch's large results are compacted and viewed once, not on every call.
 
     Returns:
         Messages, the ContextAssembly record and every policy decision.
@@ -120,7 +123,8 @@ def render_context(
     transcript = sorted((item for item in selection.items if item.message is not None),
                         key=lambda item: (item.seq, item.ref))
     messages += [item.message for item in transcript if item.message is not None]
-    appended = render_events(selection.events, raw_payloads, unavailable, compact=selection.policy.native_compact)
+    appended = render_events(selection.events, raw_payloads, unavailable, compact=selection.policy.native_compact,
+                             rendered=rendered)
     messages = _conversation_opens_with_user(messages, appended)
     prefix_end = len(messages) - 1
     messages += appended

@@ -229,7 +229,7 @@ async def _reassemble(deps: GraphDeps, boundary: GenerationBoundary, candidates,
     bounded = boundary.model_copy(update={"token_budget": budget}) if budget is not None else boundary
     selection = select_context(policy or deps.policy, bounded, candidates, deps.counter, previous)
     raw, unavailable = await read_planned_payloads(deps, boundary.account_id, selection, cache)
-    return render_context(selection, raw, deps.counter, unavailable)
+    return render_context(selection, raw, deps.counter, unavailable, deps.rendered)
 
 
 def provider_invalid(messages: Sequence[dict[str, Any]]) -> list[str]:

@@ -765,3 +765,24 @@ def test_the_longer_tier_is_not_asked_for_when_two_short_writes_cost_less(counte
     timeline = Timeline(counter, policy=DEFAULT_POLICY.model_copy(update={"cache_long_write_price": 2.5}))
     _reads_then_late_call(timeline, timedelta(minutes=20))
     assert _tier(timeline.results[-1]) == (None, [])
+
+
+def test_a_kept_rendering_is_the_rendering(timeline, counter):
+    """The first-read texts a worker keeps across calls (GraphDeps.rendered) change nothing in what is sent."""
+    from activities.deps import RenderedReadCache
+
+    timeline.policy = timeline.policy.model_copy(update={"default_token_budget": 200_000})
+    timeline.user("read the inventory")
+    timeline.call()
+    for i in range(3):
+        [read] = timeline.step("inventory")
+        timeline.result(read, json.dumps({"rows": [{"id": n, "sku": f"SKU-{i}-{n}", "qty": n % 7}
+                                                   for n in range(3000)]}).encode())
+        timeline.call()
+    cache = RenderedReadCache(max_entries=2)
+    selection = select_context(timeline.policy, boundary(), timeline.world(), counter, timeline.previous)
+    plain = render_context(selection, timeline.raw, counter)
+    first = render_context(selection, timeline.raw, counter, rendered=cache)
+    again = render_context(selection, timeline.raw, counter, rendered=cache)
+    assert plain.messages == first.messages == again.messages
+    assert len(cache) == 2  # three first reads, the least recently used evicted
