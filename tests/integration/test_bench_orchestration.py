@@ -69,6 +69,7 @@ async def test_quick_orchestration_bench_reports_throughput_split_and_history_pe
     assert data["plots"]["history"]["y_scale"] == "log"
     assert set(data["plots"]["throughput"]["series"]) == {"temporal", "in_process"}
     # The same conversation, billed: every price model, Dossier's stored requests against replay of its transcript.
-    assert set(data["billed"]) == {"anthropic", "openai-gpt5", "openai-4o", "gemini", "uncached"}
+    assert set(data["billed"]) == {"anthropic", "anthropic-1h", "openai-gpt5", "openai-gpt5-24h", "openai-4o", "gemini",
+                                   "uncached"}
     assert all(row["cost_ratio_vs_cached_replay"] > 0 for row in data["billed"].values())
     assert "Billed input cost of the same conversation" in markdown
