@@ -91,6 +91,12 @@ def select_context(
         )
     _participant(candidates, boundary.participant_id)  # an unknown participant is an error, not an empty context
     short = short_ids_for(candidates)
+    return with_cache_tier(_in_some_epoch(policy, boundary, candidates, counter, short, previous), previous)
+
+
+def _in_some_epoch(policy: ContextPolicy, boundary: GenerationBoundary, candidates: CandidateSet,
+                   counter: TokenCounter, short: ShortIds, previous: PreviousAssembly | None) -> Selection:
+    """The previous call's epoch continued, or a new one and why (:mod:`policy.epochs`)."""
     # 0 is a budget (protected state only), not "unset".
     budget = policy.default_token_budget if boundary.token_budget is None else boundary.token_budget
     reason = incompatibility(policy, boundary, candidates, previous)
@@ -101,12 +107,9 @@ def select_context(
         reason = continuation_blocker(policy, epoch, selection)
         if reason is None:
             fresh = _break_even(selection, counter, short) or _cold_cache(selection, previous, counter, short)
-            if fresh is not None:
-                return with_cache_tier(fresh, previous)
-            return with_cache_tier(in_epoch(selection, epoch.epoch_id, started=False, reason=EPOCH_CONTINUED),
-                                   previous)
+            return fresh or in_epoch(selection, epoch.epoch_id, started=False, reason=EPOCH_CONTINUED)
     selection, new_epoch = _fresh(policy, boundary, candidates, counter, short, budget)
-    return with_cache_tier(in_epoch(selection, new_epoch, started=True, reason=reason or "new epoch"), previous)
+    return in_epoch(selection, new_epoch, started=True, reason=reason or "new epoch")
 
 
 def _fresh(policy: ContextPolicy, boundary: GenerationBoundary, candidates: CandidateSet, counter: TokenCounter,
@@ -143,15 +146,15 @@ def _cold_cache(continued: Selection, previous: PreviousAssembly, counter: Token
     the policy assembles now, so the restart costs nothing the continuation would not.
     """
     policy, boundary, candidates = continued.policy, continued.boundary, continued.candidates
-    gap = cold_cache_gap(policy, boundary, previous)
-    if gap is None:
+    cold = cold_cache_gap(policy, boundary, previous)
+    if cold is None:
         return None
+    gap, ttl = cold
     now_tokens = continued.prefix_tokens + continued.events.tokens
     fresh, new_epoch = _fresh(policy, boundary, candidates, counter, short, continued.token_budget)
     fresh_tokens = fresh.prefix_tokens + fresh.events.tokens
     if fresh_tokens >= now_tokens:
         return None
-    ttl = policy.cache_ttl_seconds[boundary.provider_route]
     return in_epoch(fresh, new_epoch, started=True, reason=cold_cache_reason(gap, ttl, now_tokens, fresh_tokens))
 
 

@@ -270,17 +270,23 @@ def break_even_reason(now_tokens: int, fresh_tokens: int, horizon: int) -> str:
             f"within the {horizon} calls the run is estimated to have left")
 
 
-def cold_cache_gap(policy: ContextPolicy, boundary: GenerationBoundary, previous: PreviousAssembly) -> int | None:
-    """Seconds since the participant's previous call when they exceed the route's cache lifetime, else ``None``.
+def seconds_since(boundary: GenerationBoundary, previous: PreviousAssembly | None) -> int | None:
+    """Whole seconds since the participant's previous call; ``None`` when there is none or its time is unknown."""
+    if previous is None or previous.generation_at is None:
+        return None
+    return int((boundary.now - previous.generation_at).total_seconds())
 
-    ``None`` too when the route has no lifetime in ``policy.cache_ttl_seconds`` or the previous call's time is
-    unknown: a cache is never assumed cold without both.
+
+def cold_cache_gap(policy: ContextPolicy, boundary: GenerationBoundary,
+                   previous: PreviousAssembly) -> tuple[int, int] | None:
+    """``(seconds since the previous call, the route's cache lifetime)`` when the first exceeds the second.
+
+    ``None`` otherwise, and when the route has no lifetime in ``policy.cache_ttl_seconds`` or the previous
+    call's time is unknown: a cache is never assumed cold without both.
     """
     ttl = policy.cache_ttl_seconds.get(boundary.provider_route)
-    if ttl is None or previous.generation_at is None:
-        return None
-    gap = int((boundary.now - previous.generation_at).total_seconds())
-    return gap if gap > ttl else None
+    gap = seconds_since(boundary, previous)
+    return (gap, ttl) if ttl is not None and gap is not None and gap > ttl else None
 
 
 def cold_cache_reason(gap: int, ttl: int, now_tokens: int, fresh_tokens: int) -> str:
@@ -304,9 +310,9 @@ def longer_cache_tier(policy: ContextPolicy, boundary: GenerationBoundary,
     """
     route = boundary.provider_route
     short, long = policy.cache_ttl_seconds.get(route), policy.cache_long_ttl_seconds.get(route)
-    if short is None or long is None or previous is None or previous.generation_at is None:
+    gap = seconds_since(boundary, previous)
+    if short is None or long is None or gap is None:
         return None
-    gap = int((boundary.now - previous.generation_at).total_seconds())
     if not short < gap <= long or policy.cache_long_write_price >= 2 * policy.cache_write_price:
         return None
     return long, (f"{LONGER_CACHE} {long} s entries: this call came {gap} s after the previous one, past the "
@@ -390,6 +396,7 @@ __all__ = [
     "longer_cache_tier",
     "own_model_calls",
     "restart_pays",
+    "seconds_since",
     "own_tool_steps",
     "prefix_change",
     "prefix_digest",

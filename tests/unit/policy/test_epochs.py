@@ -786,3 +786,14 @@ def test_a_kept_rendering_is_the_rendering(timeline, counter):
     again = render_context(selection, timeline.raw, counter, rendered=cache)
     assert plain.messages == first.messages == again.messages
     assert len(cache) == 2  # three first reads, the least recently used evicted
+    # The same bytes read another way (whole or as a view, another cap, another citation, raw text) are
+    # another text: a kept one is never served for a different read.
+    from policy.native import _read_text
+
+    raw = next(iter(timeline.raw.values()))
+    reads = [(True, 4096, "[a:1]", True), (False, 1 << 20, "[a:1]", True), (True, 2048, "[a:1]", True),
+             (True, 4096, "[a:2]", True), (True, 4096, "[a:1]", False)]
+    shared = RenderedReadCache()
+    for read in reads:
+        assert _read_text(raw, *read, shared) == _read_text(raw, *read, None)
+    assert len(shared) == len(reads)
