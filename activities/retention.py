@@ -60,6 +60,15 @@ async def heartbeating(step: Awaitable[T]) -> T:
     return await beat_while(step, STEP_HEARTBEAT_SECONDS, at_start=True)
 
 
+def forget_rendered(deps: GraphDeps) -> None:
+    """Drop this worker's kept first-read texts (:attr:`GraphDeps.rendered`) once retention or a deletion
+    removed raw results: a text is found only by its raw bytes' digest, so it was never served without them,
+    but it is the result's content and must not outlive it in memory. Another worker's entries go by
+    eviction (256 entries, least recently used first). The cache only saves re-rendering: emptying it costs
+    one render per kept read on the next calls."""
+    deps.rendered.clear()
+
+
 @dataclass
 class RetentionActivities:
     """The retention and deletion activities over the graph and the bucket."""
@@ -79,6 +88,8 @@ class RetentionActivities:
                 after_id=batch.after_id, limit=batch.batch_size, own_memory_id=memory_id_for))
         if done.actions:
             activity.logger.info("retention %s: %s", batch.kind, done.actions)
+            if batch.kind == RecordKind.ARTIFACT.value:
+                forget_rendered(self.deps)
         return RetentionBatchResult(last_id=done.last_id, done=done.done, scanned=done.scanned,
                                     actions=done.actions)
 
@@ -101,6 +112,7 @@ class RetentionActivities:
                 activity.logger.info("account deletion: terminated %d running workflow(s)", stopped)
             return 0  # counts no rows: the step is done in one call
         if step.step == account_deletion.OBJECTS_STEP:
+            forget_rendered(self.deps)
             return await account_deletion.delete_objects(self.deps.artifacts, step.account_id, step.batch_size)
         async with self.deps.sessions() as session, session.begin():
             if step.step == account_deletion.MARK_STEP:

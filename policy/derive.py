@@ -21,6 +21,8 @@ from policy.enums import FreshnessClass, ToolCallStatus
 from policy.errors import DerivationError
 from policy.payloads import decode_payload, parse_structured
 from policy.records import (
+    FAILED_SEPARATOR,
+    RESULT_SEPARATOR,
     ArtifactRecord,
     Locator,
     Record,
@@ -49,10 +51,6 @@ FILE_CONTENT_TYPE = "application/vnd.dossier.file+json"
 # scripts/readings.py for the CSV summary) parses them back with patterns built from
 # these; the subagent ones are what activities/promotion.py writes when it promotes a
 # child's results. A JSON result's summary punctuation is policy.summarise's.
-RESULT_SEPARATOR = " → "
-"""``<title> → <summary>``: a result's summary follows its title."""
-FAILED_SEPARATOR = " FAILED: "
-"""``<title> FAILED: <last error line>``: a failed call's memory."""
 UNPARSED_SEPARATOR = ": unparsed "
 """``<title>: unparsed <kind> result, <n> bytes``: a result that did not parse as its kind."""
 FILE_HANDLE_PREFIX = "generated file "

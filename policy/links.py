@@ -14,6 +14,7 @@ from policy.enums import ToolCallStatus
 from policy.gates import Viewer, check_promotion, check_scope
 from policy.policy import FAIL_CLOSED_ROUTE
 from policy.records import ArtifactRecord, Lineage, ToolMemoryRecord
+from policy.retention import subject_keys
 
 
 def link_memory(
@@ -74,8 +75,11 @@ def links_for(
                if check_scope(memory, viewer) is None and check_promotion(memory, viewer) is None]
     # Live on this lineage: no memory visible here replaces it (a sibling's replacement does not count).
     replaced_here = {old for memory in visible for old in memory.supersedes}
+    # A memory whose arguments retention removed keeps its subject as a hash: still the same subject.
+    same = subject_keys(artifact.tool_name, draft.subject_key)
     candidates = [
-        (memory.id, memory.subject_key, memory.payload.get("facts", {}))
+        (memory.id, draft.subject_key if memory.subject_key in same else memory.subject_key,
+         memory.payload.get("facts", {}))
         for memory in visible
         if memory.id not in replaced_here
         and (artifact.status is ToolCallStatus.SUCCEEDED

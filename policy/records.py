@@ -545,6 +545,11 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
+RESULT_SEPARATOR = " → "
+"""``<title> → <summary>``: a result's summary follows its title (:func:`policy.derive.derive_memory`)."""
+FAILED_SEPARATOR = " FAILED: "
+"""``<title> FAILED: <last error line>``: a failed call's memory (what retention rewrites, too)."""
+
 KEY_MAX_BYTES = 512
 """An indexed key (a memory's subject, a decision's subject) holds at most this many UTF-8 bytes; a btree
 row holds 2,704, and a file written whole or a long shell command in the arguments is several KB."""
@@ -564,6 +569,8 @@ def bounded_key(text: str, limit: int = KEY_MAX_BYTES) -> str:
 
 
 __all__ = [
+    "FAILED_SEPARATOR",
+    "RESULT_SEPARATOR",
     "KEY_MAX_BYTES",
     "ArtifactRecord",
     "CandidateSet",

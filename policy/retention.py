@@ -49,7 +49,7 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
-from policy.records import Record, canonical_json
+from policy.records import FAILED_SEPARATOR, Record, canonical_json
 
 
 class RetentionClass(StrEnum):
@@ -292,9 +292,118 @@ def redacted_title(tool_name: str, title: str, summary: str) -> tuple[str, str]:
     return bare, bare + summary[len(title):] if summary.startswith(title) else summary
 
 
+# --------------------------------------------------------------------------- what text a call owns
+
+ERROR_REMOVED = "error text removed by retention"
+"""What a failed call shows instead of its error text once its result was redacted, hash-only or deleted."""
+
+SUBJECT_REDACTED_MARK = ":redacted:"
+"""``<tool>:redacted:<sha256>``: a memory's subject once retention took the arguments it was built from."""
+
+CALL_TEXT: dict[str, tuple[str, ...]] = {
+    "tool_calls": ("arguments", "last_error", "history[].error"),
+    "messages": ("tool_calls[].arguments",),
+    "tool_artifacts": ("the raw bytes", "arguments", "error"),
+    "tool_memories": ("title", "summary", "payload", "subject_key"),
+    "evidence_requests": ("locator.pointer", "decision.reason"),
+    "policy_decisions": ("reason",),
+}
+"""The text one tool call owns, by table and column: what the model wrote (its arguments), what the tool
+returned (the raw result, or a failed call's error text, which is its result) and what Dossier derived from
+either (a memory's title, summary, payload and subject; a recall's JSON pointer). ``redact``, ``hash_only``
+and ``delete`` remove all of it in one transaction with the result, except what :data:`RULE_KEEPS` names.
+The hardening suite's retention part checks the whole account against this (a canary in every field)."""
+
+RULE_KEEPS: dict[RetentionClass, str] = {
+    RetentionClass.REDACT: "the memory's compact text of a succeeded result (what the result said, less the "
+                           "arguments) until the memory's own rule takes it; sha256 and size",
+    RetentionClass.HASH_ONLY: "sha256 and size of the result and of the memory's text; nothing else",
+    RetentionClass.DELETE: "the memory's compact text of a succeeded result, marked missing_source, until "
+                           "the memory's own rule takes it",
+}
+"""What of a call's text each removing rule leaves, beyond ids, names, statuses, counts and hashes."""
+
+
+def _removed_error(text: str | None) -> str | None:
+    return None if text is None else ERROR_REMOVED
+
+
+def forgotten_call(arguments: Mapping[str, Any], last_error: str | None,
+                   history: Iterable[Mapping[str, Any]]) -> tuple[dict[str, Any], str | None, list[dict[str, Any]]]:
+    """A tool call row's text once retention removed its result: the arguments' marker, no error text.
+
+    The attempt history keeps each attempt's number, status and time; an attempt's error becomes
+    :data:`ERROR_REMOVED` (it was the result of that attempt). Idempotent.
+
+    Returns:
+        ``(arguments, last_error, history)``.
+    """
+    entries = [{**entry, "error": _removed_error(entry.get("error"))} for entry in history]
+    return redacted_arguments(arguments), _removed_error(last_error), entries
+
+
+def redacted_subject(tool_name: str, subject_key: str) -> str:
+    """A memory's subject without the arguments it was built from: the tool and a sha256 of the subject.
+
+    Equal subjects still give equal keys, so a later call with the same arguments still supersedes the
+    memory (:func:`subject_keys`). Idempotent.
+    """
+    if SUBJECT_REDACTED_MARK in subject_key and subject_key.startswith(tool_name):
+        return subject_key
+    return f"{tool_name}{SUBJECT_REDACTED_MARK}{hashlib.sha256(subject_key.encode()).hexdigest()}"
+
+
+def subject_keys(tool_name: str, subject_key: str) -> tuple[str, str]:
+    """The keys a new memory's subject matches: itself, and the same subject after retention redacted it."""
+    return subject_key, redacted_subject(tool_name, subject_key)
+
+
+class ForgottenMemory(Record):
+    """A memory's text once retention took its call's arguments (and, for a failed call, its error)."""
+
+    title: str
+    summary: str
+    payload: dict[str, Any]
+    subject_key: str
+
+
+def forgotten_memory(tool_name: str, title: str, summary: str, payload: Mapping[str, Any], subject_key: str, *,
+                     failed: bool) -> ForgottenMemory:
+    """What a memory built from a call keeps once its result was redacted or deleted.
+
+    The title (``name(arguments)``) and the summary that starts with it lose the arguments
+    (:func:`redacted_title`); the subject becomes its hash (:func:`redacted_subject`). A failed call's
+    summary and payload are its error text: they read ``name(arguments redacted by retention) FAILED: error
+    text removed by retention`` and an empty payload. A succeeded call's compact text otherwise stays
+    (:data:`RULE_KEEPS`). Idempotent.
+
+    Args:
+        tool_name: the tool the memory's source call ran.
+        failed: whether the source call failed.
+    """
+    subject = redacted_subject(tool_name, subject_key)
+    if title == REDACTED_MARKER:  # its own rule (or hash-only) already took its text
+        return ForgottenMemory(title=title, summary=summary, payload=dict(payload), subject_key=subject)
+    new_title, new_summary = redacted_title(tool_name, title, summary)
+    new_payload = dict(payload)
+    if failed:
+        new_summary = f"{new_title}{FAILED_SEPARATOR}{ERROR_REMOVED}"
+        new_payload = {}
+    elif new_title != title:
+        new_payload = {key: (value.replace(title, new_title, 1) if isinstance(value, str) else value)
+                       for key, value in new_payload.items()}  # the brief summary starts with the title too
+    return ForgottenMemory(title=new_title, summary=new_summary, payload=new_payload,
+                           subject_key=subject)
+
+
 __all__ = [
     "ARGUMENTS_REDACTED",
     "ARGUMENTS_REDACTED_KEY",
+    "CALL_TEXT",
+    "ERROR_REMOVED",
+    "ForgottenMemory",
+    "RULE_KEEPS",
+    "SUBJECT_REDACTED_MARK",
     "KEEP",
     "POINTER_REMOVED",
     "RAW_ARCHIVED_REASON",
@@ -311,6 +420,10 @@ __all__ = [
     "arguments_redacted",
     "due_at",
     "effective_rule",
+    "forgotten_call",
+    "forgotten_memory",
+    "redacted_subject",
+    "subject_keys",
     "redacted_arguments",
     "redacted_title",
     "result_removed",

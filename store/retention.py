@@ -31,7 +31,7 @@ from collections import Counter
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Select, String, cast, column, delete, exists, func, literal, or_, select, update, values
+from sqlalchemy import Select, String, case, cast, column, delete, exists, func, literal, or_, select, update, values
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from policy.derive import FILE_CONTENT_TYPE
@@ -46,8 +46,10 @@ from policy.retention import (
     RetentionRule,
     RetentionSpec,
     RetentionState,
+    ERROR_REMOVED,
+    forgotten_call,
+    forgotten_memory,
     redacted_arguments,
-    redacted_title,
     retention_action,
     scrubbed_reason,
 )
@@ -291,7 +293,7 @@ async def _apply_artifact(sessions: Any, artifacts: ArtifactStore, account_id: s
     async with sessions() as session:
         row = (await session.execute(select(
             ToolArtifact.storage, ToolArtifact.storage_key, ToolArtifact.sha256, ToolArtifact.content_type,
-            ToolArtifact.retention_state, ToolArtifact.tool_call_id, ToolArtifact.tool_name,
+            ToolArtifact.retention_state, ToolArtifact.tool_call_id, ToolArtifact.tool_name, ToolArtifact.status,
         ).where(ToolArtifact.account_id == account_id, ToolArtifact.id == artifact_id))).first()
     if row is None:
         return "gone"  # deleted since the batch was read
@@ -318,11 +320,17 @@ async def _apply_artifact(sessions: Any, artifacts: ArtifactStore, account_id: s
         keys.append(object_key(account_id, handle_sha))
     await _release_objects(sessions, artifacts, account_id, artifact_id, row.tool_call_id, keys)
     async with sessions() as session, session.begin():
-        # The call that produced the content loses its arguments in the same transaction as the row's end state,
-        # and so do the titles of the memories built from it (``name(arguments)``; hash-only blanks them below).
-        await redact_call_arguments(session, account_id, row.tool_call_id)
-        if action is not RetentionAction.HASH_ONLY:
-            await retitle_memories(session, account_id, artifact_id, row.tool_name)
+        if action is RetentionAction.HASH_ONLY:
+            # Nothing of the content stays anywhere: the memories built from it lose their text too (first,
+            # so the sha256 they keep is that of what they held).
+            ids = (await session.scalars(select(ToolMemory.id).where(
+                ToolMemory.account_id == account_id, ToolMemory.source_artifact_ids.contains([artifact_id])))).all()
+            for memory_id in ids:
+                await _blank_memory(session, account_id, memory_id, RetentionState.HASH_ONLY)
+        # Every text the call owns (policy.retention.CALL_TEXT) goes in the same transaction as the row's end
+        # state: its arguments and error text, and what the memories built from it took of them.
+        await forget_call_text(session, account_id, row.tool_call_id, artifact_id, row.tool_name,
+                               failed=row.status == "failed")
         # Recalls and decisions keep the artifact's id (audit: an id reveals nothing), not the pointers into it.
         await scrub_recall_pointers(session, account_id, artifact_id)
         if action is RetentionAction.DELETE:
@@ -337,13 +345,7 @@ async def _apply_artifact(sessions: Any, artifacts: ArtifactStore, account_id: s
                 ToolArtifact.account_id == account_id, ToolArtifact.id == artifact_id).values(
                 storage_key=None, inline_payload=None, arguments={},
                 retention_state=_END_STATE[action].value,
-                **({"error": None} if action is RetentionAction.HASH_ONLY else {})))
-            if action is RetentionAction.HASH_ONLY:
-                # Nothing of the content stays anywhere: the memories built from it lose their text too.
-                ids = (await session.scalars(select(ToolMemory.id).where(
-                    ToolMemory.account_id == account_id, ToolMemory.source_artifact_ids.contains([artifact_id])))).all()
-                for memory_id in ids:
-                    await _blank_memory(session, account_id, memory_id, RetentionState.HASH_ONLY)
+                error=None if action is RetentionAction.HASH_ONLY else _removed_error(ToolArtifact.error)))
     return action.value
 
 
@@ -400,56 +402,59 @@ async def _archive(sessions: Any, artifacts: ArtifactStore, account_id: str, art
             retention_state=RetentionState.ARCHIVED.value))
 
 
-@translate_errors
-async def redact_call_arguments(session: AsyncSession, account_id: str, tool_call_id: str) -> int:
-    """Replace a tool call's arguments by the retention marker, on its row and in the messages that wrote it.
+def _removed_error(column: Any) -> Any:
+    """``ERROR_REMOVED`` where the column holds an error, ``NULL`` where it holds none (in SQL)."""
+    return case((column.is_(None), None), else_=literal(ERROR_REMOVED))
 
-    The name and call id stay; the marker holds the sha256 of the original arguments
-    (:func:`policy.retention.redacted_arguments`). Idempotent: a marker is left as it is.
+
+@translate_errors
+async def forget_call_text(session: AsyncSession, account_id: str, tool_call_id: str, artifact_id: str,
+                           tool_name: str, *, failed: bool) -> int:
+    """Remove the text a call owns (:data:`policy.retention.CALL_TEXT`) once its result was removed.
+
+    On the call's row: the arguments become the retention marker (with the sha256 of the original) and
+    every error text (``last_error``, each attempt's) :data:`policy.retention.ERROR_REMOVED`
+    (:func:`policy.retention.forgotten_call`); in the messages that wrote the call, the arguments become
+    the marker; the memories built from the result lose the arguments from their title, summary and
+    subject, and a failed call's memory its error text (:func:`policy.retention.forgotten_memory`). The
+    name, call id, status and attempt count stay. Idempotent.
 
     Returns:
-        How many rows (the call's and its messages) were changed.
+        How many rows were changed.
     """
-    call = (await session.execute(select(ToolCall.call_id, ToolCall.arguments).where(
+    call = (await session.execute(select(ToolCall.call_id, ToolCall.arguments, ToolCall.last_error,
+                                         ToolCall.history).where(
         ToolCall.account_id == account_id, ToolCall.id == tool_call_id))).first()
-    if call is None:
-        return 0
     changed = 0
-    marker = redacted_arguments(call.arguments or {})
-    if marker != call.arguments:
-        await session.execute(update(ToolCall).where(
-            ToolCall.account_id == account_id, ToolCall.id == tool_call_id).values(arguments=marker))
-        changed += 1
-    written = (await session.execute(select(Message.id, Message.tool_calls).where(
-        Message.account_id == account_id, Message.tool_calls.contains([{"call_id": call.call_id}])))).all()
-    for message_id, calls in written:
-        rewritten = [{**entry, "arguments": redacted_arguments(entry.get("arguments") or {})}
-                     if isinstance(entry, dict) and entry.get("call_id") == call.call_id else entry
-                     for entry in calls]
-        if rewritten != calls:
-            await session.execute(update(Message).where(
-                Message.account_id == account_id, Message.id == message_id).values(tool_calls=rewritten))
+    if call is not None:
+        arguments, last_error, history = forgotten_call(call.arguments or {}, call.last_error, call.history or [])
+        if (arguments, last_error, history) != (call.arguments, call.last_error, call.history):
+            await session.execute(update(ToolCall).where(
+                ToolCall.account_id == account_id, ToolCall.id == tool_call_id).values(
+                arguments=arguments, last_error=last_error, history=history))
             changed += 1
-    return changed
-
-
-@translate_errors
-async def retitle_memories(session: AsyncSession, account_id: str, artifact_id: str, tool_name: str) -> int:
-    """Take the call's arguments out of the titles (and summaries) of the memories citing an artifact.
-
-    A derived memory's title is ``name(arguments)``: once retention took the arguments from the call,
-    its title reads ``name(arguments redacted by retention)`` (:func:`policy.retention.redacted_title`);
-    the rest of the compact text stays until the memory's own rule takes it. Idempotent.
-    """
-    rows = (await session.execute(select(ToolMemory.id, ToolMemory.title, ToolMemory.summary).where(
+        written = (await session.execute(select(Message.id, Message.tool_calls).where(
+            Message.account_id == account_id, Message.tool_calls.contains([{"call_id": call.call_id}])))).all()
+        for message_id, calls in written:
+            rewritten = [{**entry, "arguments": redacted_arguments(entry.get("arguments") or {})}
+                         if isinstance(entry, dict) and entry.get("call_id") == call.call_id else entry
+                         for entry in calls]
+            if rewritten != calls:
+                await session.execute(update(Message).where(
+                    Message.account_id == account_id, Message.id == message_id).values(tool_calls=rewritten))
+                changed += 1
+    memories = (await session.execute(select(
+        ToolMemory.id, ToolMemory.title, ToolMemory.summary, ToolMemory.payload, ToolMemory.subject_key).where(
         ToolMemory.account_id == account_id, ToolMemory.source_artifact_ids.contains([artifact_id])))).all()
-    changed = 0
-    for memory_id, title, summary in rows:
-        new_title, new_summary = redacted_title(tool_name, title, summary)
-        if (new_title, new_summary) != (title, summary):
+    for memory in memories:
+        forgotten = forgotten_memory(tool_name, memory.title, memory.summary, memory.payload or {},
+                                     memory.subject_key, failed=failed)
+        if (forgotten.title, forgotten.summary, forgotten.payload, forgotten.subject_key) != (
+                memory.title, memory.summary, memory.payload, memory.subject_key):
             await session.execute(update(ToolMemory).where(
-                ToolMemory.account_id == account_id, ToolMemory.id == memory_id).values(
-                title=new_title, summary=new_summary))
+                ToolMemory.account_id == account_id, ToolMemory.id == memory.id).values(
+                title=forgotten.title, summary=forgotten.summary, payload=forgotten.payload,
+                subject_key=forgotten.subject_key))
             changed += 1
     return changed
 
@@ -591,8 +596,7 @@ __all__ = [
     "mark_missing_source",
     "object_still_needed",
     "participant_retention",
-    "redact_call_arguments",
-    "retitle_memories",
+    "forget_call_text",
     "scrub_recall_pointers",
     "trace_dropped",
     "unlink_memory",

@@ -15,7 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from policy.enums import PrivacyClass, ResolutionStatus, ToolCallStatus, strictest_privacy
 from policy.records import ToolMemoryRecord
-from policy.retention import KEEP, RetentionRule
+from policy.retention import KEEP, RetentionRule, subject_keys
 from store._sql import allocate_seq, get_row, insert_once, translate_errors
 from store.convert import to_tool_memory
 from store.errors import IntegrityViolation, NotFoundError, TaintError
@@ -115,6 +115,8 @@ async def related_memories(
     conversation_id: str,
     subject_key: str,
     fact_keys: Sequence[str] = (),
+    *,
+    tool_name: str | None = None,
 ) -> tuple[list[ToolMemoryRecord], dict[str, ToolCallStatus]]:
     """The memories a new memory may supersede or contradict, found by subject and fact.
 
@@ -127,6 +129,8 @@ async def related_memories(
     Args:
         subject_key: the new memory's subject.
         fact_keys: the ``entity.attribute`` keys of the new memory's facts.
+        tool_name: the new memory's tool: the same subject after retention redacted it
+            (:func:`policy.retention.redacted_subject`) is matched too.
 
     Returns:
         ``(memories, statuses)``: the memories in ``seq`` order, and the status of
@@ -135,7 +139,7 @@ async def related_memories(
     # Same-subject memories whether or not something superseded them: ``superseded_by`` names one
     # replacement, which may sit on a sibling branch, so only the caller, knowing the lineage, can tell
     # whether a memory is live there. Contradictions look at memories live everywhere.
-    related = ToolMemory.subject_key == subject_key
+    related = ToolMemory.subject_key.in_(subject_keys(tool_name, subject_key) if tool_name else (subject_key,))
     if fact_keys:
         facts = ToolMemory.payload["facts"]
         related = or_(related, and_(ToolMemory.superseded_by.is_(None),

@@ -19,6 +19,7 @@ FIGURES = (
     "artifacts_lost", "artifacts_duplicated",
     "fuzz_cases", "fuzz_crashes",
     "bad_inputs", "bad_inputs_unclean",
+    "retention_sites", "retention_survivors",
 )
 """The figures, in the order of the issue's interface."""
 
@@ -31,6 +32,7 @@ PART_OF = {
     "artifacts_lost": "faults", "artifacts_duplicated": "faults",
     "fuzz_cases": "fuzz", "fuzz_crashes": "fuzz",
     "bad_inputs": "bad_input", "bad_inputs_unclean": "bad_input",
+    "retention_sites": "retention", "retention_survivors": "retention",
 }
 
 #: Full-run minimums from the issue's "done when".
@@ -69,7 +71,7 @@ class Figures:
         if v["faults_injected"] is not None and v["faults_survived"] is not None:
             out["faults_not_survived"] = v["faults_injected"] - v["faults_survived"]
         for name in ("taint_violations", "injection_elevations", "artifacts_lost", "artifacts_duplicated",
-                     "fuzz_crashes", "bad_inputs_unclean"):
+                     "fuzz_crashes", "bad_inputs_unclean", "retention_survivors"):
             if v[name] is not None:
                 out[name] = v[name]
         # Crashes found outside the fuzz part (a hostile payload that broke a write) fail the run too.

@@ -1,7 +1,7 @@
 """Run the hardening suite's parts and collect their figures.
 
 Parts: isolation, taint (helper module ``harness.harden.taint``), injection,
-fuzz, bad_input, faults. Each runs against a private embedded stack
+fuzz, bad_input, retention, faults. Each runs against a private embedded stack
 (:mod:`harness.harden.stack`); the faults part gets a stack of its own because
 it kills and restarts services. A part that fails to import or raises leaves
 its figures ``None`` and its error in the report: it is never counted as passed.
@@ -20,9 +20,9 @@ from typing import Any
 from harness.harden.report import Figures
 from harness.harden.stack import Stack, private_stack
 
-PARTS = ("isolation", "taint", "injection", "fuzz", "bad_input", "faults")
+PARTS = ("isolation", "taint", "injection", "fuzz", "bad_input", "retention", "faults")
 #: Parts that share one stack with Temporal (the CLI needs it); faults start their own.
-SHARED_STACK_PARTS = ("isolation", "injection", "fuzz", "bad_input")
+SHARED_STACK_PARTS = ("isolation", "injection", "fuzz", "bad_input", "retention")
 
 
 async def _taint(figures: Figures, quick: bool) -> None:

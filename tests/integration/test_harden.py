@@ -124,6 +124,28 @@ async def test_bad_input_counts_an_input_that_is_accepted_and_written(stack: Sta
     assert figures.details["chat_stdin"] == "reads the message from stdin"
 
 
+async def test_retention_finds_no_survivor_and_an_error_text_left_behind_is_one(
+        stack: Stack, monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness.harden import retention
+    import store.retention
+
+    figures = Figures(quick=True)
+    await retention.run_retention(stack, figures)
+    assert figures.values["retention_sites"] > 1_000 and figures.values["retention_survivors"] == 0, figures.findings
+
+    real = store.retention.forgotten_call
+
+    def keeps_the_error(arguments, last_error, history):  # noqa: ANN001, ANN202 - forgotten_call's own
+        forgotten_arguments, _, forgotten_history = real(arguments, last_error, history)
+        return forgotten_arguments, last_error, forgotten_history  # the final error text stays on the call's row
+
+    monkeypatch.setattr(store.retention, "forgotten_call", keeps_the_error)
+    broken = Figures(quick=True)
+    await retention.run_retention(stack, broken)
+    where = {f["where"] for f in broken.findings if f["field"] == "final_error"}
+    assert broken.values["retention_survivors"] > 0 and "tool_calls.last_error" in where, broken.findings
+
+
 async def _file_keys(harness: Any) -> set[str]:
     from harness.harden.faults import _sql
 

@@ -575,3 +575,53 @@ async def test_the_collection_runs_as_a_temporal_schedule(worker: tuple[GraphDep
         assert len(description.info.recent_actions) >= 1
     finally:
         await temporal_env.client.get_schedule_handle(schedule_id).delete()
+
+
+# --------------------------------------------------------------------------- what a call owns, searched
+
+
+@pytest.mark.parametrize("name", ["redact", "hash", "delete"])
+async def test_no_text_of_a_removed_call_survives_anywhere_the_docs_do_not_name(account: Account, name: str) -> None:
+    """A canary in a call's arguments and in its error text (a failed call's error is its result), on a call
+    that failed once and then for good: after the rule, no row of the account holds it (every column of every
+    table searched, :func:`store.text_sites.text_sites`) and neither does a context assembled afterwards."""
+    from activities.ingest import record_attempt_failure
+    from store.text_sites import text_sites
+
+    canary = f"CANARY{name}{uuid.uuid4().hex[:12]}"
+    call = await begin_tool_call(account.deps, account.account_id, account.conversation_id, NewToolCall(
+        branch_id=account.branch_id, participant_id=account.assistant_id, call_id=f"call_{uuid.uuid4().hex}",
+        name=f"t.{name}", arguments={"patient": f"Jane {canary}"}, runtime_kind=RuntimeKind.CHAT, at=T0))
+    for attempt, final in ((1, False), (2, True)):
+        await record_attempt_failure(account.deps, account.account_id, call.id, attempt=attempt, final=final,
+                                     error=f"PermissionError: no record for Jane {canary} (attempt {attempt})", at=T0)
+    error = f"Traceback ...\nPermissionError: no record for Jane {canary}"
+    await ingest_tool_result(account.deps, account.account_id, call.id, ToolOutcome(
+        status=ToolCallStatus.FAILED, result=error.encode(), content_type="text/plain", attempts=2), captured_at=T0)
+    async with account.deps.sessions() as session:
+        before = {(site.table, site.column) for site in await text_sites(session, account.account_id, canary)}
+    assert {("tool_calls", "arguments"), ("tool_calls", "last_error"), ("tool_calls", "history"),
+            ("tool_memories", "summary")} <= before  # the search finds what is there
+
+    await account.collect(days=31)
+    boundary = GenerationBoundary(account_id=account.account_id, conversation_id=account.conversation_id,
+                                  branch_id=account.branch_id, participant_id=account.assistant_id,
+                                  runtime_kind=RuntimeKind.CHAT, provider_route="local", now=T0)
+    assembled = await assemble_context(account.deps, boundary)
+    async with account.deps.sessions() as session:
+        left = await text_sites(session, account.account_id, canary)
+    assert not left, sorted({f"{s.table}.{s.column}" for s in left})
+    assert canary not in json.dumps([m.to_openai() for m in assembled.result.messages])
+
+
+async def test_a_later_call_with_the_same_arguments_still_supersedes_a_redacted_memory(account: Account) -> None:
+    """The redacted memory's subject is a hash of the old one, not a different subject: the next read of
+    the same record replaces it, as it would have replaced the unredacted one."""
+    first = await account.call("t.redact", b'{"v": 1}', arguments={"patient": "Jane Roe"})
+    await account.collect(days=31)
+    redacted = await account.row(ToolMemory, first.memory.id)
+    assert "Jane Roe" not in redacted.subject_key
+    second = await account.call("t.redact", b'{"v": 2}', arguments={"patient": "Jane Roe"})
+    assert first.memory.id in second.memory.supersedes
+    other = await account.call("t.redact", b'{"v": 3}', arguments={"patient": "John Doe"})
+    assert not other.memory.supersedes

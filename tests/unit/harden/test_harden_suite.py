@@ -30,13 +30,13 @@ def test_all_clean_figures_pass_and_each_bad_figure_fails():
     clean = dict(isolation_attempts=10, isolation_denied=10, taint_cases=5, taint_violations=0,
                  injection_payloads=225, injection_elevations=0, faults_injected=50, faults_survived=50,
                  artifacts_lost=0, artifacts_duplicated=0, fuzz_cases=10_000, fuzz_crashes=0, bad_inputs=41,
-                 bad_inputs_unclean=0)
+                 bad_inputs_unclean=0, retention_sites=2_000, retention_survivors=0)
     figures = Figures()
     figures.set(**clean)
     assert figures.exit_code() == 0 and figures.to_json()["ok"]
     for name, bad in (("isolation_denied", 9), ("taint_violations", 1), ("injection_elevations", 1),
                       ("faults_survived", 49), ("artifacts_lost", 1), ("artifacts_duplicated", 1),
-                      ("fuzz_crashes", 1), ("bad_inputs_unclean", 1)):
+                      ("fuzz_crashes", 1), ("bad_inputs_unclean", 1), ("retention_survivors", 1)):
         broken = Figures()
         broken.set(**{**clean, name: bad})
         assert broken.exit_code() == 1, name
@@ -47,7 +47,8 @@ def test_a_full_run_below_the_issue_minimums_is_incomplete():
     figures = Figures(quick=False)
     figures.set(isolation_attempts=1, isolation_denied=1, taint_cases=1, taint_violations=0, injection_payloads=20,
                 injection_elevations=0, faults_injected=5, faults_survived=5, artifacts_lost=0,
-                artifacts_duplicated=0, fuzz_cases=100, fuzz_crashes=0, bad_inputs=1, bad_inputs_unclean=0)
+                artifacts_duplicated=0, fuzz_cases=100, fuzz_crashes=0, bad_inputs=1, bad_inputs_unclean=0,
+                retention_sites=1, retention_survivors=0)
     assert figures.exit_code() == 2
     figures.quick = True
     assert figures.exit_code() == 0

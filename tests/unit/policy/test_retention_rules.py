@@ -191,3 +191,29 @@ def test_a_removed_results_pointers_leave_the_reasons(reason: str, expected: str
 def test_an_unclaimed_object_is_swept_only_after_the_grace_period(age: timedelta, due: bool) -> None:
     written = datetime(2026, 12, 1, tzinfo=UTC)
     assert unclaimed_object_due(written, written + age) is due
+
+
+def test_a_forgotten_call_keeps_its_attempts_and_loses_every_text() -> None:
+    from policy.retention import ERROR_REMOVED, forgotten_call
+
+    history = [{"attempt": 1, "status": "retrying", "error": "no Jane"}, {"attempt": 2, "status": "running",
+                                                                           "error": None}]
+    arguments, last_error, entries = forgotten_call({"patient": "Jane"}, "no Jane", history)
+    assert "Jane" not in repr((arguments, last_error, entries))
+    assert last_error == ERROR_REMOVED and [e["error"] for e in entries] == [ERROR_REMOVED, None]
+    assert [(e["attempt"], e["status"]) for e in entries] == [(1, "retrying"), (2, "running")]
+    assert forgotten_call(arguments, last_error, entries) == (arguments, last_error, entries)  # idempotent
+
+
+def test_a_forgotten_memory_of_a_failure_says_so_and_keeps_a_succeeded_results_text() -> None:
+    from policy.retention import ERROR_REMOVED, forgotten_memory, redacted_subject
+
+    failed = forgotten_memory("crm.get", "crm.get(id=Jane)", "crm.get(id=Jane) FAILED: PermissionError: Jane",
+                              {"error": "PermissionError: Jane"}, 'crm.get:{"id":"Jane"}', failed=True)
+    assert "Jane" not in failed.model_dump_json()
+    assert failed.summary == f"crm.get({ARGUMENTS_REDACTED}) FAILED: {ERROR_REMOVED}"
+    kept = forgotten_memory("crm.get", "crm.get(id=Jane)", "crm.get(id=Jane) → plan gold",
+                            {"brief": "crm.get(id=Jane) → plan gold"}, 'crm.get:{"id":"Jane"}', failed=False)
+    assert kept.summary.endswith("→ plan gold") and "Jane" not in kept.model_dump_json()
+    assert kept.subject_key == redacted_subject("crm.get", 'crm.get:{"id":"Jane"}') == redacted_subject(
+        "crm.get", kept.subject_key)
