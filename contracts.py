@@ -23,9 +23,10 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from policy.enums import RuntimeKind
+from policy.retention import check_collection_time
 
 TASK_QUEUE = "dossier"
 """Default task queue (``TEMPORAL_TASK_QUEUE`` overrides it)."""
@@ -370,9 +371,14 @@ class RetentionRunInput(Contract):
     """One garbage-collection run (what the retention schedule starts)."""
 
     now: datetime | None = None
-    """The logical time rules are applied at (``None``: the workflow's own time)."""
+    """The logical time rules are applied at (``None``: the workflow's own time); with a time zone, 1970-9000."""
     batch_size: int = Field(default=200, gt=0, le=5000)
     """Rows per activity."""
+
+    @field_validator("now")
+    @classmethod
+    def _collection_time(cls, now: datetime | None) -> datetime | None:
+        return check_collection_time(now) if now is not None else None
 
 
 class RetentionBatchInput(Contract):

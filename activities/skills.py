@@ -194,12 +194,13 @@ class SkillLibrary:
         return {name: self.skills[name].tools for name in sorted(set(names)) if name in self.skills}
 
 
-def load_skills(folder: Path | str, known_tools: Collection[str]) -> SkillLibrary:
+def load_skills(folder: Path | str, known_tools: Collection[str] | None) -> SkillLibrary:
     """Read every ``<folder>/<name>/SKILL.md``.
 
     Args:
         known_tools: the registered tool names: a skill granting anything else is refused here,
-            when the worker starts, not when a model loads it.
+            when the worker starts, not when a model loads it (``None``: not checked here; a client
+            that only needs the skills' names knows no MCP tool).
 
     Raises:
         SkillFileError: a missing folder, a subfolder without ``SKILL.md``, an unreadable or bad
@@ -216,7 +217,7 @@ def load_skills(folder: Path | str, known_tools: Collection[str]) -> SkillLibrar
         except (OSError, UnicodeDecodeError) as error:
             raise SkillFileError(path, f"cannot read: {error}") from error
         skill = parse_skill(text, path, folder=sub.name)
-        unknown = [tool for tool in skill.tools if tool not in known_tools]
+        unknown = [tool for tool in skill.tools if tool not in known_tools] if known_tools is not None else []
         if unknown:
             line = next((n for n, text_line in enumerate(text.splitlines(), 1) if text_line.startswith("tools")),
                         None)

@@ -166,6 +166,18 @@ def agent_skills(settings: Settings, agents: AgentsFile, tools: ToolRegistry) ->
     return library
 
 
+def check_agent_skills(settings: Settings, agents: AgentsFile) -> None:
+    """Refuse an agent naming a skill the skills folder in force lacks (what a client checks; the worker
+    also checks every skill's tools, :func:`agent_skills`).
+
+    Raises:
+        SkillFileError: a configured skills folder that is missing, or a bad ``SKILL.md``.
+        AgentsFileError: an agent naming a skill the folder does not have, or naming skills with no folder.
+    """
+    folder = settings.dossier_skills_dir or agents.skills_dir
+    agents.check_skills(load_skills(folder, None).skills if folder is not None else ())
+
+
 @asynccontextmanager
 async def agent_mcp_servers(agents: AgentsFile, environ: Mapping[str, str] | None = None) -> AsyncIterator[McpServers]:
     """Connect to every MCP server the agents declare, for as long as the block runs (see :mod:`activities.tools.mcp`).
@@ -418,6 +430,7 @@ __all__ = [
     "SAMPLE_WORKSPACE",
     "agent_endpoints",
     "agent_skills",
+    "check_agent_skills",
     "agent_mcp_servers",
     "agent_tools",
     "artifact_store_for",

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Mapping
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
@@ -186,6 +186,26 @@ def retention_action(
     if state is not RetentionState.LIVE:
         return RetentionAction.NONE
     return RetentionAction(rule.kind.value) if _DONE.get(rule.kind) else RetentionAction.NONE
+
+
+EARLIEST_COLLECTION = datetime(1970, 1, 1, tzinfo=UTC)
+LATEST_COLLECTION = datetime(9000, 1, 1, tzinfo=UTC)
+"""A collection's logical time lies between these: a rule's period (days) and the sweep's grace are added to
+and taken from it, and a date near year 1 or 9999 would overflow that arithmetic."""
+
+
+def check_collection_time(now: datetime) -> datetime:
+    """``now`` if it can be a collection's logical time: with a time zone, within the supported range.
+
+    Raises:
+        ValueError: a naive time (``2027-01-01``: which zone?) or one outside 1970-9000, saying which.
+    """
+    if now.tzinfo is None or now.utcoffset() is None:
+        raise ValueError(f"a collection time needs a time zone (e.g. {now.isoformat()}+00:00), got {now.isoformat()}")
+    if not EARLIEST_COLLECTION <= now <= LATEST_COLLECTION:
+        raise ValueError(f"a collection time must lie between {EARLIEST_COLLECTION.date()} and "
+                         f"{LATEST_COLLECTION.date()}, got {now.isoformat()}")
+    return now
 
 
 UNCLAIMED_OBJECT_GRACE = timedelta(days=1)
@@ -417,7 +437,10 @@ __all__ = [
     "RetentionSpec",
     "RetentionState",
     "UNCLAIMED_OBJECT_GRACE",
+    "EARLIEST_COLLECTION",
+    "LATEST_COLLECTION",
     "arguments_redacted",
+    "check_collection_time",
     "due_at",
     "effective_rule",
     "forgotten_call",

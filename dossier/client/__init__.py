@@ -57,7 +57,7 @@ from contracts import (
 from activities.providers.base import ProviderError, ProviderFactory, parse_model_spec
 from activities.tools.runtime import REMEMBER
 from dossier.agents import AgentDefinition, AgentsFile, agents_for
-from dossier.runtime import agent_endpoints, agent_tools, model_providers, open_graph, temporal_client
+from dossier.runtime import agent_endpoints, agent_tools, check_agent_skills, model_providers, open_graph, temporal_client
 from dossier.services import ensure_services, services_status
 from dossier.services import inspector as inspector_service
 from dossier.settings import Settings
@@ -145,6 +145,9 @@ class DossierClient:
         settings = await asyncio.to_thread(with_running_llm, settings)
         # The worker's registry (built-in tools and the agents' tool modules): its catalog is what capture reads.
         agents, tools = agent_tools(settings)
+        # The worker refuses an agent naming a skill the folder lacks; so does the client, before anything is
+        # written (a worker started earlier under another configuration would run the agent without it).
+        check_agent_skills(settings, agents)
         async with open_graph(settings, tools=tools) as deps:
             client = await temporal_client(settings)
             account = account_id or await _local_account(deps, settings)

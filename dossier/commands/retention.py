@@ -8,7 +8,16 @@ from datetime import datetime
 
 from dossier.client import ClientError, DossierClient
 from dossier.commands.agent import _run, _with_client
+from policy.retention import check_collection_time
 from dossier.retention import RetentionError, delete_account, ensure_retention_schedule, run_retention
+
+
+def collection_time(text: str) -> datetime:
+    """``--now``: an ISO time with a zone, within the range a collection supports (else a usage error)."""
+    try:
+        return check_collection_time(datetime.fromisoformat(text))
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -16,7 +25,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("retention", help="apply the retention classes (garbage collection)")
     actions = parser.add_subparsers(title="actions", metavar="ACTION", required=True)
     run = actions.add_parser("run", help="fire the retention schedule now and wait for its run")
-    run.add_argument("--now", type=datetime.fromisoformat, metavar="ISO_TIME",
+    run.add_argument("--now", type=collection_time, metavar="ISO_TIME",
                      help="apply the rules as of this time instead (runs directly, not through the schedule)")
     run.add_argument("--json", action="store_true")
     run.set_defaults(handler=lambda args: _run(_with_client(lambda c: _collect(c, args))))

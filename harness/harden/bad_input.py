@@ -87,7 +87,19 @@ def cases(known_conversation: str, known_message: str) -> list[BadInput]:
         BadInput("DATABASE_URL of another database kind", ("runs",), env=(("DATABASE_URL", "mysql://u@h/db"),)),
         BadInput("S3_ENDPOINT with a scheme", ("runs",), env=(("S3_ENDPOINT", "http://127.0.0.1:1"),)),
         BadInput("bad TEMPORAL_UI_PORT", ("runs",), env=(("TEMPORAL_UI_PORT", "99999999"),)),
+        BadInput("retention --now without a time zone", ("retention", "run", "--now", "2027-01-01")),
+        BadInput("retention --now in year 1", ("retention", "run", "--now", "0001-01-01T00:00:00+00:00")),
+        BadInput("retention --now past year 9999", ("retention", "run", "--now", "9999-12-31T23:59:59+00:00")),
+        BadInput("agent naming skills with no skills folder", ("chat", "--model", "analyst", "hi"),
+                 env=(("DOSSIER_AGENTS_FILE", _skills_without_folder()),)),
     ]
+
+
+def _skills_without_folder() -> str:
+    """An agents file whose agent names a skill while no skills folder is configured."""
+    path = Path(tempfile.mkdtemp(prefix="harden-agents-")) / "agents.toml"
+    path.write_text('[agents.analyst]\nmodel = "scripted:echo"\nskills = ["csv-analysis"]\n')
+    return str(path)
 
 
 QUICK = 14

@@ -245,6 +245,8 @@ def _one_line_error(proc: subprocess.CompletedProcess[bytes]) -> str:
     (("branch", "fork", "--conversation", "not-a-uuid", "--at", "x"), b"", "not a valid id"),
     (("answer", "not-a-uuid", "{}"), b"", "not a valid id"),
     (("discuss", "--model", "scripted:panelist", "--rounds", "0", "Topic"), b"", "rounds"),
+    (("retention", "run", "--now", "2027-01-01"), b"", "needs a time zone"),
+    (("retention", "run", "--now", "0001-01-01T00:00:00+00:00"), b"", "must lie between"),
 ])
 async def test_every_cli_error_is_one_line_with_a_non_zero_exit_and_nothing_written(
     cli, graph_deps: GraphDeps, args: tuple, stdin: bytes, says: str
@@ -284,6 +286,16 @@ UNKNOWN = str(uuid.uuid4())
 async def test_other_refused_commands_are_one_line_too(cli, graph_deps: GraphDeps, args: tuple, env: dict) -> None:
     before = await _counts(graph_deps)
     _one_line_error(cli(*args, env=env))
+    assert await _counts(graph_deps) == before
+
+
+async def test_an_agent_naming_skills_with_no_skills_folder_is_refused_before_anything_is_written(
+        cli, graph_deps: GraphDeps, tmp_path) -> None:
+    agents = tmp_path / "agents.toml"
+    agents.write_text('[agents.analyst]\nmodel = "scripted:echo"\nskills = ["csv-analysis"]\n')
+    before = await _counts(graph_deps)
+    line = _one_line_error(cli("chat", "--model", "analyst", "hi", env={"DOSSIER_AGENTS_FILE": str(agents)}))
+    assert "unknown skill(s) ['csv-analysis']" in line and "no skills folder" in line
     assert await _counts(graph_deps) == before
 
 
