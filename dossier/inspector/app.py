@@ -185,7 +185,9 @@ async def conversation(request: Request, account: str) -> Response:
 
 @_guarded
 async def run(request: Request, account: str) -> Response:
-    view = await reads.run_view(_state(request).deps, account, request.path_params["model_run_id"])
+    # What the model saw may hold secret-class output: only for a viewer whose token may reveal, when asked.
+    reveal = request.state.viewer.reveal and request.query_params.get("reveal") == "1"
+    view = await reads.run_view(_state(request).deps, account, request.path_params["model_run_id"], reveal=reveal)
     return _page("run.html", request, account=account, view=view)
 
 

@@ -216,7 +216,7 @@ def _chat_messages(chat: list[ChatMessage]) -> list[ShownMessage]:
                    limit=REPLAY_SHOWN_CHARS) for m in chat]
 
 
-async def run_view(deps: GraphDeps, account_id: str, model_run_id: str) -> RunView:
+async def run_view(deps: GraphDeps, account_id: str, model_run_id: str, *, reveal: bool = False) -> RunView:
     """A model run, its stored assembly and the legacy replay of the same snapshot.
 
     The replay column is :func:`policy.legacy.legacy_messages` over the candidates
@@ -252,13 +252,25 @@ async def run_view(deps: GraphDeps, account_id: str, model_run_id: str) -> RunVi
             except ArtifactStoreError as error:
                 raw[artifact.id] = f"[raw payload unreadable: {type(error).__name__}]"
     replayed = next((p for p in loaded.participants if p.id == participant.id), participant)
-    replay = _chat_messages(legacy_messages(loaded, replayed, raw))
+    # The replay column never shows a withheld class's output: its raw bytes above, its calls' errors here.
+    plain = loaded.model_copy(update={"tool_calls": tuple(
+        call.model_copy(update={"last_error": withheld_text(call.privacy)})
+        if call.privacy in WITHHELD_RAW and call.last_error else call for call in loaded.tool_calls)})
+    replay = _chat_messages(legacy_messages(plain, replayed, raw))
     decisions = list(assembly.decisions)
+    assembled = _stored_messages(assembly.messages)
+    withheld = {record.id: record.privacy for record in (*loaded.tool_calls, *loaded.artifacts,
+                                                         *loaded.tool_memories) if record.privacy in WITHHELD_RAW}
+    secret = sorted({withheld[ref] for d in decisions if d.outcome not in (DecisionOutcome.OMITTED, DecisionOutcome.DENIED)
+                     and (ref := d.subject_ref.split(":", 1)[-1]) in withheld})
+    if secret and not reveal:
+        # What the model saw holds a withheld class's output (a local route may send it): shown on request.
+        assembled = [ShownMessage(role="withheld", text=withheld_text(secret[0]))]
     note = ""
     if len(loaded.messages) >= deps.limits.max_messages:
         note = f"replay shows the {deps.limits.max_messages} most recent messages of the lineage"
     return RunView(
-        run=run, participant=participant, assembly=assembly, assembled=_stored_messages(assembly.messages),
+        run=run, participant=participant, assembly=assembly, assembled=assembled,
         replay=replay, included=[d for d in decisions if d.outcome in INCLUDED],
         omitted=[d for d in decisions if d.outcome not in INCLUDED and d.outcome is not DecisionOutcome.NOTED],
         noted=[d for d in decisions if d.outcome is DecisionOutcome.NOTED], replay_note=note, siblings=siblings,
@@ -294,6 +306,30 @@ class RawBytes:
     """The privacy class whose bytes are not shown (:data:`WITHHELD_RAW`), when they are not."""
     revealed: bool = False
     """Bytes of a withheld class, shown on the viewer's explicit request."""
+
+
+def withheld_text(privacy: PrivacyClass) -> str:
+    """What a page shows a plain viewer instead of text derived from a withheld class's output."""
+    return f"[withheld: {privacy.value} content; a viewer who may reveal sees it with ?reveal=1]"
+
+
+def for_viewer(found: Provenance) -> Provenance:
+    """The one rule for a plain viewer: a record of a :data:`WITHHELD_RAW` class shows its ids, names,
+    status, class and sizes; every text that comes from what its tool returned (the raw bytes, a failed
+    call's error and each attempt's, a memory's summary and payload) is withheld. A viewer who may reveal
+    and asks (``?reveal=1``) sees it, as for the raw bytes."""
+    calls = {call.id: call for call in found.tool_calls}
+    found.tool_calls = [call.model_copy(update={"last_error": withheld_text(call.privacy)})
+                        if call.privacy in WITHHELD_RAW and call.last_error else call for call in found.tool_calls]
+    if found.kind == "tool_call" and calls.get(found.record_id) is not None:
+        call = calls[found.record_id]
+        if call.privacy in WITHHELD_RAW:
+            found.history = [{**entry, "error": withheld_text(call.privacy)} if entry.get("error") else entry
+                             for entry in found.history]
+    memory = found.memory
+    if memory is not None and memory.privacy in WITHHELD_RAW:
+        found.memory = memory.model_copy(update={"summary": withheld_text(memory.privacy), "payload": {}})
+    return found
 
 
 def withheld_note(artifact: ArtifactRecord) -> str:
@@ -408,7 +444,7 @@ async def provenance(deps: GraphDeps, account_id: str, kind: str, record_id: str
         found.branch = await record("branch", branch_id)
         for participant_id in dict.fromkeys(p for p in participant_ids if p):
             found.participants.append(await record("participant", participant_id))
-    return found
+    return found if reveal else for_viewer(found)
 
 
 def record_link(subject_ref: str) -> tuple[str, str] | None:

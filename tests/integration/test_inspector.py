@@ -441,8 +441,8 @@ async def test_the_isolation_prober_covers_every_page_and_counts_one_that_reads_
 
     run_view, provenance = reads.run_view, reads.provenance
 
-    async def leaky_run(deps: GraphDeps, account_id: str, model_run_id: str):
-        return await run_view(deps, await owner("model_runs", model_run_id, account_id), model_run_id)
+    async def leaky_run(deps: GraphDeps, account_id: str, model_run_id: str, **options):
+        return await run_view(deps, await owner("model_runs", model_run_id, account_id), model_run_id, **options)
 
     async def leaky_provenance(deps: GraphDeps, account_id: str, kind: str, record_id: str, **options):
         table = {"artifact": "tool_artifacts", "memory": "tool_memories", "tool_call": "tool_calls",
@@ -479,3 +479,61 @@ async def test_what_if_replays_a_conversation_and_names_an_unknown_policy(app: h
     first = await app.get(f"/runs/{a.other_run_id}/diff", headers=_as(a))
     assert first.status_code == 200 and "first call" in first.text
     assert (await app.get(f"/runs/{b.other_run_id}/diff", headers=_as(a))).status_code == 404
+
+
+async def test_a_plain_viewer_crawling_every_page_never_sees_a_secret_calls_error(
+        temporal_env: WorkflowEnvironment, graph_deps: GraphDeps) -> None:
+    """Errors of secret-class calls are secret-class content: a failed call's error, a retrying call's
+    attempts, on their tool-call, artifact and memory pages and in a later run's replay column. A plain
+    viewer crawling every page the inspector links to sees none of it; a viewer who may reveal, asking on
+    the artifact page, does."""
+    from activities.ingest import record_attempt_failure
+    from harness.harden.crawl import crawl
+
+    account = await _account(temporal_env, graph_deps, "secret errors")
+    participant = await _participant(graph_deps, account)
+    canary = f"sk-live-{uuid.uuid4().hex}"
+
+    async def secret_call(name: str) -> str:
+        call = await begin_tool_call(graph_deps, account.id, account.conversation_id, NewToolCall(
+            branch_id=account.branch_id, participant_id=participant, call_id=f"call_{uuid.uuid4().hex[:12]}",
+            name=name, arguments={"name": "stripe"}, runtime_kind=RuntimeKind.CHAT,
+            privacy=PrivacyClass.SECRET_ADJACENT))
+        return call.id
+
+    failed = await secret_call("vault.rotate")
+    await record_attempt_failure(graph_deps, account.id, failed, attempt=1, final=True,
+                                 error=f"AuthError: key {canary} was rejected")
+    failed_result = await ingest_tool_result(graph_deps, account.id, failed, ToolOutcome(
+        status=ToolCallStatus.FAILED, result=f"AuthError: key {canary} was rejected".encode(),
+        content_type="text/plain"))
+    retrying = await secret_call("vault.read_secret")
+    await record_attempt_failure(graph_deps, account.id, retrying, attempt=1, final=False,
+                                 error=f"Timeout reading {canary}")
+    # A later turn, so a run's replay column is taken at a snapshot holding both calls.
+    task_queue = f"inspector-{uuid.uuid4().hex[:8]}"
+    client = DossierClient(deps=graph_deps, temporal=temporal_env.client,
+                           settings=Settings(temporal_task_queue=task_queue), account_id=account.id,
+                           poll_seconds=0.2)
+    async with build_worker(temporal_env.client, graph_deps, task_queue=task_queue,
+                            workflow_failure_exception_types=[Exception], providers=ModelProviders()):
+        later = await client.chat("And Q4?", conversation_id=account.conversation_id, branch_id=account.branch_id)
+    assert later.result is not None
+
+    application = create_app(graph_deps, secret=SECRET, temporal_ui="http://127.0.0.1:8233")
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=application),
+                                 base_url="http://inspector.test") as http:
+        pages = await crawl(http, issue_token(SECRET, account.id))
+        revealing = issue_token(SECRET, account.id, reveal=True)
+        artifact_page = f"/records/artifact/{failed_result.artifact.id}"
+        revealed = (await http.get(f"{artifact_page}?reveal=1",
+                                   headers={"Authorization": f"Bearer {revealing}"})).text
+        runs = [(await http.get(f"/runs/{run}?reveal=1", headers={"Authorization": f"Bearer {revealing}"})).text
+                for run in later.result.model_run_ids]
+    crawled = {url for url, (status, _) in pages.items() if status == 200}
+    assert {f"/records/tool_call/{failed}", f"/records/tool_call/{retrying}", artifact_page,
+            f"/records/memory/{failed_result.memory.id}", *(f"/runs/{run}" for run in later.result.model_run_ids)} \
+        <= crawled, sorted(crawled)
+    leaks = [re.sub(r"[0-9a-f-]{36}", "<id>", url) for url, (_, body) in pages.items() if canary in body]
+    assert not leaks, leaks
+    assert canary in revealed and any(canary in page for page in runs)
