@@ -397,7 +397,7 @@ async def _derive(
                           observed_at=artifact.captured_at)
     related, statuses = await tool_memories.related_memories(
         session, account_id, conversation_id, draft.subject_key, tuple(draft.payload.get("facts", {})),
-        tool_name=artifact.tool_name)
+        tool_name=artifact.tool_name, resources=draft.resources)
     lineage = await load_lineage(session, account_id, artifact.branch_id)
     supersedes, conflicts = links_for(draft, artifact, lineage, related, statuses)
     memory = memory_record(draft, artifact, memory_id=memory_id_for(artifact.id), supersedes=supersedes,

@@ -25,7 +25,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from activities.context import read_planned_payloads
 from activities.deps import GraphDeps
-from policy.assembler import AssemblyResult, render_context, select_context
+from policy.assembler import ASSEMBLER_VERSION, AssemblyResult, render_context, select_context
 from policy.policy import ContextPolicy
 from policy.records import CandidateSet, PreviousAssembly, canonical_json
 from policy.versions import policy_for_tag
@@ -86,7 +86,7 @@ async def recompute_assembly(
     Raises:
         NotFoundError: no such assembly in the account (a foreign id reads the same).
         AssemblyNotReplayableError: retention dropped its stored messages, it was stored before its replay
-            inputs were, a user memory
+            inputs were, by another assembler version (its rendering code), a user memory
             it loaded has been forgotten since, or the previous assembly it continued is gone.
         UnknownPolicyVersionError: ``policy`` is ``None`` and no registered policy has the stored tag.
     """
@@ -97,6 +97,10 @@ async def recompute_assembly(
         inputs = _inputs_of(stored)
         if policy is None:
             policy = policy_for_tag(stored.record.policy_version)
+            if stored.record.assembler_version != ASSEMBLER_VERSION:  # other rendering code: say so, never "differs"
+                raise AssemblyNotReplayableError(assembly_id, (
+                    f"it was assembled by {stored.record.assembler_version} and this runtime assembles as "
+                    f"{ASSEMBLER_VERSION}"))
         boundary = inputs.boundary
         candidates = await load_candidates(
             session,

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -77,6 +77,7 @@ from contracts import (
 from policy.budget import reduced_budget
 from policy.enums import DecisionOutcome, MessageRole, RuntimeKind, ToolCallStatus, VisibilityScope
 from policy.records import (
+    canonical_json,
     ChatMessage,
     GenerationBoundary,
     ParticipantRecord,
@@ -109,6 +110,16 @@ def message_id_for(model_run_id: str) -> str:
 def _private(runtime_kind: RuntimeKind) -> bool:
     # A subagent's own words stay with it; the parent gets the promoted report instead.
     return runtime_kind is RuntimeKind.SUBAGENT_CHILD
+
+
+MIN_CONTEXT_TOKENS = 512
+"""What is left for the context however many tool definitions are offered (a provider then refuses a context
+too long, and the turn re-assembles smaller, as for any other overflow)."""
+
+
+def tool_definition_tokens(schemas: Sequence[Mapping[str, Any]], counter: Callable[[str], int]) -> int:
+    """Tokens the offered tool definitions take on the wire (their canonical JSON, as a provider receives it)."""
+    return counter(canonical_json(list(schemas))) if schemas else 0
 
 
 def _smallest(*budgets: int | None, fallback: int | None = None) -> int | None:
@@ -183,6 +194,7 @@ class TurnActivities:
             config = await conversations.participant_config(session, scope.account_id, request.participant_id)
             catalog = await skill_catalog(session, scope.account_id, scope.branch_id, request.participant_id, config,
                                           self.skills)
+            offered = await self._offered_to(session, scope.account_id, scope.branch_id, participant, config)
             if request.reassembly_of_model_run_id is not None:
                 refused = await messages.get_model_run(session, scope.account_id, request.reassembly_of_model_run_id)
                 refusal = (refused.error or "no error text")[:REFUSAL_CHARS]
@@ -205,6 +217,20 @@ class TurnActivities:
                             "workspaces are not re-read"),
                     policy_version=self.deps.policy.version_tag,
                 ))
+        # The tool definitions go with every call: they take their tokens from the budget, not beside it. A
+        # re-assembly's budget already scales the refused context's, which was net of them.
+        budget = _smallest(request.token_budget, conversations.token_budget(config),
+                           fallback=self.windows.budget(participant.provider, participant.model))
+        whole = self.deps.policy.default_token_budget if budget is None else budget
+        tool_tokens = tool_definition_tokens(self.tools.schemas(offered), self.deps.counter)
+        if request.reassembly_of_model_run_id is None:
+            extra.append(PolicyDecisionRecord(
+                kind="budget", subject_ref="tools:offered", outcome=DecisionOutcome.NOTED,
+                reason=(f"{len(offered)} tool definition(s) offered with this call take {tool_tokens} of the "
+                        f"{whole} tokens; the context is assembled within the rest"),
+                policy_version=self.deps.policy.version_tag,
+            ))
+            whole = max(whole - tool_tokens, MIN_CONTEXT_TOKENS)
         boundary = GenerationBoundary(
             account_id=scope.account_id,
             conversation_id=scope.conversation_id,
@@ -215,8 +241,7 @@ class TurnActivities:
             provider_route=participant.provider or "local",
             # An agent's own route and budget narrow the provider route and the policy's budget.
             route_limit=conversations.route_limit(config),
-            token_budget=_smallest(request.token_budget, conversations.token_budget(config),
-                                   fallback=self.windows.budget(participant.provider, participant.model)),
+            token_budget=whole,
             now=request.now,
             model_run_id=request.model_run_id,
             skill_catalog=catalog,

@@ -111,8 +111,9 @@ def admit_records(
         Memory, stale-marker, open-call, receipt, planning and user-fact items.
     """
     policy, boundary, viewer, short, ledger = ctx.policy, ctx.boundary, ctx.viewer, ctx.short, ctx.ledger
-    covered_calls, items = _memories(ctx, candidates, appended or {})
-    call_items, grouped = _tool_calls(policy, candidates, viewer, short, ledger, covered_calls)
+    covered_calls, items, settled = _memories(ctx, candidates, appended or {})
+    call_items, grouped = _tool_calls(policy, candidates, viewer, short, ledger, covered=covered_calls,
+                                      settled=settled)
     items += call_items
     items = _drop_memories_of_open_calls(items, candidates, ledger, grouped)
     items += _planning(candidates, viewer, short, ledger)
@@ -126,7 +127,7 @@ def _memories(
     candidates: CandidateSet,
     appended: Mapping[str, str],
 ) -> tuple[set[str], list[Item]]:
-    """Admit tool memories; returns the tool calls they cover and their items."""
+    """Admit tool memories; returns the tool calls they cover, their items, and the settled failures."""
     policy, boundary, viewer, short, ledger = ctx.policy, ctx.boundary, ctx.viewer, ctx.short, ctx.ledger
     call_of_artifact = {artifact.id: artifact.tool_call_id for artifact in candidates.artifacts}
     brief = not policy.detailed_memories(boundary.token_budget)
@@ -148,11 +149,19 @@ def _memories(
     for memory in passed:
         for old in memory.supersedes:
             replaced_by[old] = memory.id
+    # A result appended natively after the boundary replaces what it superseded on this lineage too (its
+    # memory is not among this pass's candidates: the whole pool has it).
+    for memory in ctx.candidates.tool_memories:
+        if memory.id in appended:
+            for old in memory.supersedes:
+                replaced_by.setdefault(old, memory.id)
     covered: set[str] = set()
     admitted: list[ToolMemoryRecord] = []
+    replacements: dict[str, str] = {}
     for memory in passed:
         replacement = memory.superseded_by if memory.superseded_by in passed_ids else replaced_by.get(memory.id)
         if replacement is not None:
+            replacements[memory.id] = replacement
             # Its call is represented too: by the replacement, not by a receipt line.
             covered.update(call_of_artifact[a] for a in memory.source_artifact_ids if a in call_of_artifact)
             ledger.decide(
@@ -180,7 +189,36 @@ def _memories(
         conflicts = [other for other in memory.conflicts_with if other in admitted_ids]
         text = memory_line(memory, short, conflicts, cited_as, brief=brief)
         items.append(Item(ref, "memory", RecordClass.EPISTEMIC, False, 0 if conflicts else 1, memory.seq, text))
-    return covered, items
+    return covered, items, settled_failures(ctx.candidates, {**replaced_by, **replacements})
+
+
+def settled_failures(candidates: CandidateSet, replacements: Mapping[str, str]) -> dict[str, str]:
+    """Failed calls that are settled on this lineage: call id -> the succeeded memory that settled it.
+
+    The one rule for when recovery state is resolved: a failed call's memory was replaced here (directly or
+    through later failures of the same resource) by the memory of a call that succeeded. Until then the
+    failure stays protected recovery state; after, it is done, and reads as done.
+
+    Args:
+        replacements: memory id -> the memory that replaced it on this lineage (admission's decision).
+    """
+    status = {artifact.id: artifact.status for artifact in candidates.artifacts}
+    call_of = {artifact.id: artifact.tool_call_id for artifact in candidates.artifacts}
+    sources = {memory.id: memory.source_artifact_ids for memory in candidates.tool_memories}
+
+    def succeeded(memory_id: str) -> bool:
+        return any(status.get(a) is ToolCallStatus.SUCCEEDED for a in sources.get(memory_id, ()))
+
+    settled: dict[str, str] = {}
+    for old in replacements:
+        failed = [call_of[a] for a in sources.get(old, ()) if status.get(a) is ToolCallStatus.FAILED and a in call_of]
+        newer, seen = replacements[old], {old}
+        while not succeeded(newer) and newer in replacements and newer not in seen:
+            seen.add(newer)
+            newer = replacements[newer]
+        if failed and succeeded(newer):
+            settled.update(dict.fromkeys(failed, newer))
+    return settled
 
 
 def _drop_memories_of_open_calls(items: list[Item], candidates: CandidateSet, ledger: Ledger,
@@ -209,9 +247,11 @@ def _tool_calls(
     viewer: Viewer,
     short: ShortIds,
     ledger: Ledger,
+    *,
     covered: set[str],
+    settled: Mapping[str, str],
 ) -> tuple[list[Item], set[str]]:
-    """Unresolved and failed calls are protected recovery state for their owner.
+    """Unresolved and failed calls are protected recovery state for their owner, until settled.
 
     Each open (pending, deferred, retrying) call keeps a line of its own. The
     owner's failed calls are grouped (:func:`_failure_items`) so that many
@@ -227,6 +267,11 @@ def _tool_calls(
             ledger.deny("visibility", ref, denial)
             continue
         unresolved = call.status in UNRESOLVED_STATUSES
+        if call.id in settled:  # a later call of the same resource succeeded here: done, not open
+            ledger.decide("tool_call", ref, DecisionOutcome.OMITTED,
+                          f"failed; settled by the later success of memory:{settled[call.id]}",
+                          OmissionReason.RESOLVED_ELSEWHERE)
+            continue
         if unresolved or (call.retry_critical and call.status is not ToolCallStatus.SUCCEEDED):
             protected = call.participant_id == viewer.participant_id
             if protected and call.status is ToolCallStatus.FAILED:

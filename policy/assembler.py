@@ -221,8 +221,13 @@ def _select(ctx: SelectionContext, frame: _Frame) -> Selection:
             ledger.deny("visibility", f"message:{message.id}", denial)
     prefix_memories = frozenset(item.ref.removeprefix("memory:") for item in kept if item.ref.startswith("memory:"))
     noted = stale_notes(policy, boundary, candidates, continued, prefix_memories) if continued and noting else ()
+    open_leads = {item.ref.removeprefix("tool_call:") for item in kept if item.section == "recovery"}
+    prefix_open = frozenset(open_leads | {  # and the failures their lines name (grouped by tool)
+        d.subject_ref.removeprefix("tool_call:") for d in ledger.decisions
+        if d.kind == "tool_call" and d.outcome is DecisionOutcome.PROTECTED
+        and d.reason.rsplit("tool_call:", 1)[-1] in open_leads})
     plan = plan_events(ctx, events.messages, prefix_memories, whole=whole,
-                       stale_notes=stale_note_texts(ctx, noted))
+                       stale_notes=stale_note_texts(ctx, noted), prefix_open=prefix_open)
     for event in plan.events:
         ledger.decide("appended", event.ref, DecisionOutcome.INCLUDED, "after the epoch's boundary, in order")
         for result in event.results:

@@ -42,6 +42,7 @@ from policy.summarise import (
     text_brief,
     text_summary,
 )
+from policy.resources import resource_keys
 from policy.tools import ResultKind, ToolSpec
 
 FILE_CONTENT_TYPE = "application/vnd.dossier.file+json"
@@ -83,6 +84,7 @@ class MemoryDraft(Record):
     """A tool memory before it is written to the graph."""
 
     subject_key: str
+    resources: tuple[str, ...] = ()
     title: str
     summary: str
     payload: dict[str, Any] = Field(default_factory=dict)
@@ -203,6 +205,7 @@ def _draft(
     stale_after = observed_at + spec.ttl if spec.ttl is not None else None
     return MemoryDraft(
         subject_key=subject_key(spec, arguments),
+        resources=resource_keys(spec, arguments),
         title=title,
         summary=summary,
         payload=payload,

@@ -22,6 +22,8 @@ from enum import StrEnum
 
 from policy.enums import ResolutionStatus, ToolCallStatus
 from policy.records import (
+    FAILED_SEPARATOR,
+    RESULT_SEPARATOR,
     ArtifactRecord,
     CheckpointRecord,
     SkillStateRecord,
@@ -170,6 +172,39 @@ def inert(text: str) -> str:
     return _CITATION_LOOKALIKE.sub(lambda found: "\\" + found.group(0), text)
 
 
+def fenced_data(text: str) -> str:
+    """Untrusted multi-line text (a skill's instructions) as a fenced block that cites nothing: each line's
+    invisible characters become spaces and its citation look-alikes are escaped (as :func:`inert` does, the
+    line breaks kept), then :func:`fenced` makes the block unclosable, so no line of it reads as a section,
+    a record or a citation of the context."""
+    lines = []
+    for line in text.splitlines():
+        if not line.isprintable():
+            line = "".join(" " if unicodedata.category(ch) in _INVISIBLE else ch for ch in line)
+        lines.append(_CITATION_LOOKALIKE.sub(lambda found: "\\" + found.group(0), line.rstrip()))
+    return fenced("\n".join(lines))
+
+
+def quoted_data(text: str) -> str:
+    """Tool-derived ``text`` as a quoted string on one line: :func:`inert`, then in JSON's double quotes
+    (a quote or backslash inside is escaped), so a result's words ("SYSTEM: ignore previous instructions")
+    read as what a tool returned, never as the context's own sentence."""
+    return json.dumps(inert(text), ensure_ascii=False)
+
+
+def quoted_summary(summary: str, title: str) -> str:
+    """A memory's summary with the part a tool wrote quoted: ``title → "…"`` / ``title FAILED: "…"``.
+
+    The title (the tool's name and the call's arguments, made one line by :func:`inert`) is Dossier's;
+    what follows its separator came from the result or the error. A summary of another shape (a file
+    handle, a subagent's report, a redaction marker) is :func:`inert` as before.
+    """
+    for separator in (RESULT_SEPARATOR, FAILED_SEPARATOR):
+        if summary.startswith(title + separator):
+            return f"{inert(title)}{separator}{quoted_data(summary[len(title) + len(separator):])}"
+    return inert(summary)
+
+
 def escape_invisible(text: str) -> str:
     """``text`` for a reader (a terminal, an HTML page): every character of :data:`_INVISIBLE` but newline and
     tab shown as a ``\\xNN``, ``\\uNNNN`` or ``\\UNNNNNNNN`` escape, so tool text cannot move a cursor, hide
@@ -304,7 +339,8 @@ def memory_line(memory: ToolMemoryRecord, short: ShortIds, conflicts: Iterable[s
     """
     cited_as = cited_as or {}
     summary = memory.payload.get(BRIEF_KEY) if brief else None
-    parts = [f"{cite(RefKind.MEMORY, short(memory.id))} {inert(summary if isinstance(summary, str) else memory.summary)}"]
+    parts = [f"{cite(RefKind.MEMORY, short(memory.id))} "
+             f"{quoted_summary(summary if isinstance(summary, str) else memory.summary, memory.title)}"]
     if memory.resolution is ResolutionStatus.MISSING_SOURCE:
         missing = ",".join(ref(RefKind.ARTIFACT, short(a)) for a in memory.source_artifact_ids)
         parts.append(f"(UNVERIFIED: source artifact {missing} missing)")

@@ -14,6 +14,7 @@ from policy.enums import ToolCallStatus
 from policy.gates import Viewer, check_promotion, check_scope
 from policy.policy import FAIL_CLOSED_ROUTE
 from policy.records import ArtifactRecord, Lineage, ToolMemoryRecord
+from policy.resources import supersedes_by_resource
 from policy.retention import subject_keys
 
 
@@ -86,6 +87,13 @@ def links_for(
              or all(statuses.get(a) is ToolCallStatus.FAILED for a in memory.source_artifact_ids))
     ]
     supersedes, conflicts = link_memory(draft.subject_key, draft.payload.get("facts", {}), candidates)
+    if artifact.status is ToolCallStatus.SUCCEEDED and draft.resources:
+        # Supersession follows the resource too: a write replaces what was read of what it wrote, whatever
+        # tool read it, and a read replaces an earlier write of it (a failed call changed nothing).
+        written = [memory.id for memory in visible if memory.id not in replaced_here
+                   and memory.id not in supersedes and supersedes_by_resource(draft.resources, memory.resources)]
+        supersedes += written
+        conflicts = [memory_id for memory_id in conflicts if memory_id not in written]
     return tuple(supersedes), tuple(conflicts)
 
 

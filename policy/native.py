@@ -69,11 +69,18 @@ WITHHELD_TEXT = "Result withheld on this route: it is {privacy} data."
 ERROR_TEXT = "FAILED after {attempts} attempt(s){critical}: {error}"
 """The tool message of a failed call: its error's headline and final lines, verbatim."""
 SUMMARY_TEXT = "{line} (whole result: {size} bytes in the runtime graph; {why})"
+SUPERSEDED_TEXT = ("Superseded: {by} above is a newer result for the same resource; this one's {size} bytes "
+                   "are not repeated.")
+"""The tool message of a result that a newer one, shown in the prefix on this lineage, replaced."""
 """The tool message of a result shown by its compact memory instead of its bytes."""
 CONFLICTS_NOTE = ("Runtime note: the result of {call} CONFLICTS with {others} in the context above; "
                   "neither is known to be the current one.")
 """Appended after a result whose values contradict a result or memory shown above it."""
 SUPERSEDES_NOTE = "Runtime note: the result of {call} supersedes {old} in the context above."
+SETTLES_NOTE = ("Runtime note: the result of {call} completes what {old} failed to do; listed as open above, "
+                "it is settled.")
+"""After a succeeded result whose resource an open failure in the prefix names (the prefix stays byte for byte
+within an epoch, so it still lists the failure as open)."""
 """Appended after a result that replaces an earlier result shown above it, or (``epoch_supersession="note"``)
 a memory of the prefix."""
 
@@ -90,6 +97,7 @@ def plan_events(
     *,
     whole: bool = True,
     stale_notes: Sequence[tuple[int, str]] = (),
+    prefix_open: frozenset[str] = frozenset(),
 ) -> EventsPlan:
     """Plan the native messages for ``messages`` (the lineage messages after the boundary, oldest first).
 
@@ -101,6 +109,8 @@ def plan_events(
             whose events alone would not fit the budget).
         stale_notes: ``(after_seq, text)`` of each prefix memory that went stale during the epoch
             (``epoch_staleness="note"``): a runtime note after the events up to ``after_seq``.
+        prefix_open: ids of the failed calls the prefix lists as open recovery state; a later success of
+            the same resource is followed by a note that settles them.
 
     Returns:
         The events, the raw bytes to read, the estimated tokens and the open calls.
@@ -108,6 +118,7 @@ def plan_events(
     policy, candidates, participant, viewer, short, counter = (ctx.policy, ctx.candidates, ctx.participant,
                                                                ctx.viewer, ctx.short, ctx.counter)
     artifacts = {artifact.tool_call_id: artifact for artifact in candidates.artifacts}
+    artifacts_by_id = {artifact.id: artifact for artifact in candidates.artifacts}
     memories: dict[str, ToolMemoryRecord] = {}
     for memory in candidates.tool_memories:
         for artifact_id in memory.source_artifact_ids:
@@ -118,6 +129,12 @@ def plan_events(
     """sha256 of a result shown whole -> the native id of the call whose tool message shows it."""
     appended_memories: dict[str, str] = {}
     """Memory id -> the call whose tool message above shows its result."""
+    replaced = replaced_by_prefix(candidates.tool_memories, prefix_memories)
+    supersedes_of = {memory.id: memory.supersedes for memory in candidates.tool_memories}
+    failed_call_of = {memory.id: artifacts_by_id[memory.source_artifact_ids[0]].tool_call_id
+                      for memory in candidates.tool_memories
+                      if len(memory.source_artifact_ids) == 1 and memory.source_artifact_ids[0] in artifacts_by_id
+                      and artifacts_by_id[memory.source_artifact_ids[0]].status is ToolCallStatus.FAILED}
     for message in messages:
         if admit(message, message.privacy, viewer) is not None:
             continue
@@ -131,7 +148,7 @@ def plan_events(
         calls = step_calls(candidates, message)
         results = tuple(
             _same_as_shown(_result(ctx, request, calls.get(request.call_id), artifacts, memories, prefix_memories,
-                                   whole=whole),
+                                   whole=whole, replaced=replaced),
                            artifacts, shown, short, counter)
             for request in message.tool_calls
         )
@@ -148,6 +165,12 @@ def plan_events(
             this = cite(RefKind.TOOL_CALL, short(plan.call.id))
             if old:
                 notes.append(SUPERSEDES_NOTE.format(call=this, old=", ".join(old)))
+            if prefix_open and artifacts[plan.call.id].status is ToolCallStatus.SUCCEEDED:
+                settled = sorted(call for call in (failed_call_of.get(m) for m in _replaced_chain(memory.id, supersedes_of))
+                                 if call in prefix_open)
+                if settled:
+                    notes.append(SETTLES_NOTE.format(call=this, old=", ".join(
+                        cite(RefKind.TOOL_CALL, short(call)) for call in settled)))
             others = [cite(RefKind.MEMORY, short(m)) for m in memory.conflicts_with if m in prefix_memories]
             others += [cite(RefKind.TOOL_CALL, short(appended_memories[m])) for m in memory.conflicts_with
                        if m in appended_memories]
@@ -180,6 +203,38 @@ def plan_events(
     superseding = tuple(plan for event in events for plan in event.results if plan.supersedes)
     stale = tuple(plan.call.id for event in events for plan in event.results if plan.mode == "stale")
     return EventsPlan(tuple(events), rehydration, tokens, pending, superseding, stale)
+
+
+def _replaced_chain(memory_id: str, supersedes_of: Mapping[str, tuple[str, ...]]) -> list[str]:
+    """Every memory ``memory_id`` replaced, directly or through the memories it replaced."""
+    found: list[str] = []
+    stack = list(supersedes_of.get(memory_id, ()))
+    while stack:
+        old = stack.pop()
+        if old not in found:
+            found.append(old)
+            stack.extend(supersedes_of.get(old, ()))
+    return found
+
+
+def replaced_by_prefix(memories: Sequence[ToolMemoryRecord], prefix_memories: frozenset[str]) -> dict[str, str]:
+    """Memory id -> the prefix memory that replaced it, directly or through a chain of replacements.
+
+    Decided along the lineage: the prefix shows only memories visible on it, and a memory supersedes only
+    memories visible on its own lineage, so walking back from a prefix memory through ``supersedes`` never
+    leaves the lineage (a sibling's replacement is never reached).
+    """
+    supersedes = {memory.id: memory.supersedes for memory in memories}
+    replaced: dict[str, str] = {}
+    for newest in sorted(prefix_memories):
+        stack = list(supersedes.get(newest, ()))
+        while stack:
+            old = stack.pop()
+            if old in replaced or old in prefix_memories:
+                continue
+            replaced[old] = newest
+            stack.extend(supersedes.get(old, ()))
+    return replaced
 
 
 def _same_as_shown(plan: ResultPlan, artifacts: Mapping[str, ArtifactRecord], shown: dict[str, str],
@@ -264,6 +319,7 @@ def _result(
     prefix_memories: frozenset[str],
     *,
     whole: bool,
+    replaced: Mapping[str, str],
 ) -> ResultPlan:
     policy, viewer, short, counter, now = ctx.policy, ctx.viewer, ctx.short, ctx.counter, ctx.now
     if call is None:  # the call's record is not in the candidate pool: say so rather than invent a result
@@ -283,6 +339,9 @@ def _result(
     supersedes = tuple(sorted(set(memory.supersedes) & prefix_memories)) if memory else ()
     if check_privacy(artifact.privacy, viewer) is not None:
         return _plan(call, "withheld", WITHHELD_TEXT.format(privacy=artifact.privacy.value), counter, supersedes)
+    if memory is not None and memory.id in replaced:
+        text = SUPERSEDED_TEXT.format(by=cite(RefKind.MEMORY, short(replaced[memory.id])), size=artifact.result_bytes)
+        return _plan(call, "superseded", text, counter)
     if artifact.status is ToolCallStatus.FAILED:
         critical = ", retry-critical" if call.retry_critical else ""
         error = error_excerpt(call.last_error or "no error text captured", policy.max_error_chars)
@@ -392,6 +451,9 @@ __all__ = [
     "SAME_TEXT",
     "STEP_TEXT_CUT",
     "SUMMARY_TEXT",
+    "SETTLES_NOTE",
+    "SUPERSEDED_TEXT",
+    "replaced_by_prefix",
     "SUPERSEDES_NOTE",
     "WITHHELD_TEXT",
     "native_call_id",

@@ -223,6 +223,9 @@ class ToolMemoryRecord(Record):
     subject_key: str
     """What the memory is about, canonically (tool + identifying arguments); a
     newer memory with the same key supersedes an older one."""
+    resources: tuple[str, ...] = ()
+    """The resources its call read (``r:``) or wrote (``w:``), as digests (:mod:`policy.resources`): a write
+    supersedes earlier results of what it wrote, whatever tool read them."""
     title: str
     """The subject in words, without its values; what a stale marker shows."""
     summary: str

@@ -43,8 +43,10 @@ from policy.skills import catalog_message
 from policy.tokens import TokenCounter, count_messages
 from policy.validate import require_valid
 
-ASSEMBLER_VERSION = "dossier-assembler/3"
-"""Recorded on every ContextAssemblyRecord; bump it when the same inputs would assemble differently."""
+ASSEMBLER_VERSION = "dossier-assembler/4"
+"""Recorded on every ContextAssemblyRecord; bump it when the same inputs would assemble differently (4: tool
+summaries quoted, skill instructions fenced, results a newer one replaced on the lineage shown as superseded,
+settled failures no longer open)."""
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from policy.enums import MessageRole
-from policy.lines import inert
+from policy.lines import fenced_data, inert
 from policy.records import ChatMessage, SkillCatalogEntry, SkillStateRecord
 
 LOAD_SKILL = "load_skill"
@@ -63,7 +63,8 @@ def catalog_text(entries: Iterable[SkillCatalogEntry]) -> str:
     lines = [f"- {inert(entry.name)}{LOADED_MARK if entry.instructions is not None else ''}: "
              f"{inert(entry.description)}" for entry in unique.values()]
     blocks = ["\n".join([CATALOG_HEADER, *lines])]
-    blocks += [f"{LOADED_TITLE.format(name=inert(entry.name))}\n{entry.instructions.strip()}"
+    # The instructions are the skill author's text, not Dossier's: a fenced block that cites nothing.
+    blocks += [f"{LOADED_TITLE.format(name=inert(entry.name))}\n{fenced_data(entry.instructions.strip())}"
                for entry in unique.values() if entry.instructions is not None]
     return "\n\n".join(blocks)
 

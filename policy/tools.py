@@ -37,6 +37,14 @@ class ToolSpec(Record):
     """Tools that refresh a stale result; empty means the tool itself."""
     key_args: tuple[str, ...] | None = None
     """Arguments that identify the subject (for supersession); ``None``: all."""
+    resource_args: tuple[str, ...] | None = None
+    """Arguments that name the resource the call reads or writes (:mod:`policy.resources`); ``None``: inferred
+    (a ``path``-like argument names a file, ``<entity>_id`` a record of the tool's family)."""
+    resource_kind: str | None = Field(default=None, min_length=1, max_length=64)
+    """What ``resource_args`` name (``file``, ``record:crm.account``, ...); a read and a write of the same kind
+    and value are one resource."""
+    effect: Literal["auto", "read", "write"] = "auto"
+    """Whether the call changes its resources; ``auto``: inferred from the verb of the tool's name."""
     retry_critical: bool = False
     """A failure of this tool must stay visible verbatim until resolved."""
     summary_fields: tuple[str, ...] = ()

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy import Text, and_, func, not_, or_, select, update
+from sqlalchemy import String, Text, and_, func, not_, or_, select, update
 from sqlalchemy.dialects.postgresql import array
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from policy.enums import PrivacyClass, ResolutionStatus, ToolCallStatus, strictest_privacy
 from policy.records import ToolMemoryRecord
+from policy.resources import both_effects
 from policy.retention import KEEP, RetentionRule, subject_keys
 from store._sql import allocate_seq, get_row, insert_once, translate_errors
 from store.convert import to_tool_memory
@@ -117,6 +118,7 @@ async def related_memories(
     fact_keys: Sequence[str] = (),
     *,
     tool_name: str | None = None,
+    resources: Sequence[str] = (),
 ) -> tuple[list[ToolMemoryRecord], dict[str, ToolCallStatus]]:
     """The memories a new memory may supersede or contradict, found by subject and fact.
 
@@ -131,6 +133,8 @@ async def related_memories(
         fact_keys: the ``entity.attribute`` keys of the new memory's facts.
         tool_name: the new memory's tool: the same subject after retention redacted it
             (:func:`policy.retention.redacted_subject`) is matched too.
+        resources: the new memory's resources (:mod:`policy.resources`): memories naming one of them,
+            read or written, are related too (``ix_tool_memories_resources``).
 
     Returns:
         ``(memories, statuses)``: the memories in ``seq`` order, and the status of
@@ -140,6 +144,8 @@ async def related_memories(
     # replacement, which may sit on a sibling branch, so only the caller, knowing the lineage, can tell
     # whether a memory is live there. Contradictions look at memories live everywhere.
     related = ToolMemory.subject_key.in_(subject_keys(tool_name, subject_key) if tool_name else (subject_key,))
+    if resources:
+        related = or_(related, ToolMemory.resources.overlap(array(both_effects(resources), type_=String(64))))
     if fact_keys:
         facts = ToolMemory.payload["facts"]
         related = or_(related, and_(ToolMemory.superseded_by.is_(None),

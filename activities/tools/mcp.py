@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 import tempfile
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -52,6 +53,7 @@ from activities.tools.base import (
 )
 from activities.tools.mcp_config import SEGMENT, McpServerConfig, McpServerError, tool_name
 from policy.lines import CLIPPED, inert
+from policy.records import canonical_json
 from policy.tools import ToolSpec
 
 logger = logging.getLogger(__name__)
@@ -62,6 +64,13 @@ STDERR_TAIL = 800
 """Characters of a stdio server's stderr quoted when it fails to start."""
 DESCRIPTION_MAX = 1000
 """Characters of a server's tool description offered to the model (the text is the server's, untrusted)."""
+SCHEMA_MAX_CHARS = 8192
+"""Characters of one tool's argument schema (canonical JSON, after neutralising): it is sent with every model
+call, so a larger one is refused when the server connects (about 2k tokens; a 97k-character schema would
+add 24k tokens to every call)."""
+SCHEMA_TEXT_MAX = 300
+"""Characters of each description, title or example inside a schema (the server's text, untrusted)."""
+_PROPERTY = re.compile(r"[A-Za-z0-9_.$-]{1,64}")
 TIMEOUT_MARGIN_SECONDS = 5.0
 """The activity's timeout exceeds the MCP request's, so a slow server fails as our retryable error first."""
 
@@ -259,8 +268,7 @@ def _tool(connection: McpConnection, tool: Tool) -> RegisteredTool:
     """One MCP tool as a registry entry: the server's schema, privacy and freshness; a call is a ``tools/call``."""
     config = connection.config
     name = tool_name(config.name, tool.name)
-    schema = dict(tool.input_schema)
-    schema.setdefault("properties", {})
+    schema = neutral_schema(config.name, tool.name, tool.input_schema)
 
     async def run(context: ToolContext, arguments: dict[str, Any]) -> ToolResult:
         return await call_tool(connection, tool.name, arguments)
@@ -269,6 +277,47 @@ def _tool(connection: McpConnection, tool: Tool) -> RegisteredTool:
     spec = ToolSpec(name=name, privacy=config.privacy, freshness=config.freshness, ttl=ttl)
     return RegisteredTool(spec=spec, description=server_description(config.name, tool), parameters=schema,
                           run=run, timeout_seconds=config.timeout_seconds + TIMEOUT_MARGIN_SECONDS)
+
+
+def _neutral(value: Any, where: str, depth: int = 0) -> Any:
+    """A schema value with every string the server wrote made one bounded line of data."""
+    if depth > 32:
+        raise McpServerError(f"{where}: the argument schema nests deeper than 32 levels")
+    if isinstance(value, str):
+        text = inert(value)
+        return text if len(text) <= SCHEMA_TEXT_MAX else text[:SCHEMA_TEXT_MAX - 1] + CLIPPED
+    if isinstance(value, list):
+        return [_neutral(item, where, depth + 1) for item in value]
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if not isinstance(key, str) or not _PROPERTY.fullmatch(key):
+                raise McpServerError(f"{where}: the argument schema has a key {str(key)[:80]!r} that is not a "
+                                     "name (1-64 of letters, digits, '_', '.', '$', '-')")
+            out[key] = _neutral(item, where, depth + 1)
+        return out
+    return value
+
+
+def neutral_schema(server: str, tool: str, schema: Mapping[str, Any]) -> dict[str, Any]:
+    """A server's argument schema as the model is offered it: untrusted text made data, the size bounded.
+
+    Every string in it (descriptions, titles, enum values, examples, defaults) is one line of data
+    (:func:`policy.lines.inert`: no line breaks to forge a section with, no citations) cut to
+    :data:`SCHEMA_TEXT_MAX` characters; a key that is not a plain name is refused.
+
+    Raises:
+        McpServerError: a key that is not a name, or a schema over :data:`SCHEMA_MAX_CHARS` characters as
+            the server wrote it, naming the server and the tool.
+    """
+    where = f"MCP server {server!r} tool {tool!r}"
+    size = len(canonical_json(dict(schema)))  # as the server wrote it: clipping its texts would hide the excess
+    if size > SCHEMA_MAX_CHARS:
+        raise McpServerError(f"{where}: its argument schema is {size:,} characters, over the {SCHEMA_MAX_CHARS:,} a "
+                             "tool may add to every model call; leave the tool out with the server's tools list")
+    neutral = _neutral(dict(schema), where)
+    neutral.setdefault("properties", {})
+    return neutral
 
 
 def server_description(server: str, tool: Tool) -> str:
@@ -354,5 +403,6 @@ __all__ = [
     "call_tool",
     "connect_mcp_servers",
     "result_bytes",
+    "neutral_schema",
     "server_description",
 ]

@@ -20,6 +20,8 @@ FIGURES = (
     "fuzz_cases", "fuzz_crashes",
     "bad_inputs", "bad_inputs_unclean",
     "retention_sites", "retention_survivors",
+    "branch_histories", "branch_violations",
+    "untrusted_texts", "untrusted_escapes",
 )
 """The figures, in the order of the issue's interface."""
 
@@ -33,6 +35,8 @@ PART_OF = {
     "fuzz_cases": "fuzz", "fuzz_crashes": "fuzz",
     "bad_inputs": "bad_input", "bad_inputs_unclean": "bad_input",
     "retention_sites": "retention", "retention_survivors": "retention",
+    "branch_histories": "branches", "branch_violations": "branches",
+    "untrusted_texts": "untrusted", "untrusted_escapes": "untrusted",
 }
 
 #: Full-run minimums from the issue's "done when".
@@ -71,7 +75,8 @@ class Figures:
         if v["faults_injected"] is not None and v["faults_survived"] is not None:
             out["faults_not_survived"] = v["faults_injected"] - v["faults_survived"]
         for name in ("taint_violations", "injection_elevations", "artifacts_lost", "artifacts_duplicated",
-                     "fuzz_crashes", "bad_inputs_unclean", "retention_survivors"):
+                     "fuzz_crashes", "bad_inputs_unclean", "retention_survivors",
+                     "branch_violations", "untrusted_escapes"):
             if v[name] is not None:
                 out[name] = v[name]
         # Crashes found outside the fuzz part (a hostile payload that broke a write) fail the run too.

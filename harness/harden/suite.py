@@ -1,7 +1,7 @@
 """Run the hardening suite's parts and collect their figures.
 
-Parts: isolation, taint (helper module ``harness.harden.taint``), injection,
-fuzz, bad_input, retention, faults. Each runs against a private embedded stack
+Parts: isolation, taint (helper module ``harness.harden.taint``), untrusted,
+injection, fuzz, bad_input, retention, branches, faults. Each runs against a private embedded stack
 (:mod:`harness.harden.stack`); the faults part gets a stack of its own because
 it kills and restarts services. A part that fails to import or raises leaves
 its figures ``None`` and its error in the report: it is never counted as passed.
@@ -20,9 +20,9 @@ from typing import Any
 from harness.harden.report import Figures
 from harness.harden.stack import Stack, private_stack
 
-PARTS = ("isolation", "taint", "injection", "fuzz", "bad_input", "retention", "faults")
+PARTS = ("isolation", "taint", "untrusted", "injection", "fuzz", "bad_input", "retention", "branches", "faults")
 #: Parts that share one stack with Temporal (the CLI needs it); faults start their own.
-SHARED_STACK_PARTS = ("isolation", "injection", "fuzz", "bad_input", "retention")
+SHARED_STACK_PARTS = ("isolation", "injection", "fuzz", "bad_input", "retention", "branches")
 
 
 async def _taint(figures: Figures, quick: bool) -> None:
@@ -63,6 +63,10 @@ async def run_harden(*, quick: bool, parts: tuple[str, ...] = PARTS,
 
     if "taint" in parts:
         await timed("taint", lambda: _taint(figures, quick))
+    if "untrusted" in parts:  # pure: no services
+        async def untrusted() -> None:
+            importlib.import_module("harness.harden.untrusted").run_untrusted(figures, quick=quick, progress=progress)
+        await timed("untrusted", untrusted)
 
     shared = [p for p in SHARED_STACK_PARTS if p in parts]
     if shared:

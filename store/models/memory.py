@@ -6,7 +6,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import CheckConstraint, Double, Index, UniqueConstraint, text
+from sqlalchemy import CheckConstraint, Double, Index, String, UniqueConstraint, text
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Mapped, mapped_column
 
 from policy.enums import (
@@ -55,6 +56,8 @@ class ToolMemory(Base):
         Index("ix_tool_memories_node", "account_id", "conversation_id", "branch_id", "seq"),
         Index("ix_tool_memories_scope", "account_id", "conversation_id", "seq", postgresql_where=text(LIVE_SCOPE_SQL)),
         Index("ix_tool_memories_subject", "account_id", "conversation_id", "subject_key"),
+        # Write supersession: the memories naming one of a new memory's resources (``&&``).
+        Index("ix_tool_memories_resources", "resources", postgresql_using="gin"),
         # Contradiction lookups: live memories asserting one of a new memory's facts (``?|``).
         Index("ix_tool_memories_facts", text("(payload -> 'facts')"), postgresql_using="gin",
               postgresql_where=text("superseded_by IS NULL")),
@@ -73,6 +76,8 @@ class ToolMemory(Base):
     source_artifact_ids: Mapped[list[str]] = id_array_column()
     source_tool: Mapped[str]
     subject_key: Mapped[str]
+    resources: Mapped[list[str]] = mapped_column(ARRAY(String(64)), nullable=False, server_default=text("'{}'"))
+    """What the call read (``r:``) or wrote (``w:``), as digests (policy.resources): write supersession."""
     title: Mapped[str]
     summary: Mapped[str]
     payload: Mapped[dict[str, Any]] = mapped_column(server_default=text("'{}'::jsonb"))

@@ -8,6 +8,8 @@ the turn runs on the scripted model the agent names.
 
 from __future__ import annotations
 
+import re
+
 import json
 import uuid
 from datetime import UTC, datetime
@@ -96,9 +98,11 @@ async def test_an_agents_participant_and_its_tool_module(
                                                   {"id": outcome.participant_id})).all())
     assert len(helper_calls) > 1  # the wider agent used more than one tool
     async with deps.sessions() as session:
-        budgets = (await session.execute(text(
-            "SELECT participant_id = :helper, token_budget FROM context_assemblies WHERE participant_id IN "
-            "(:helper, :narrow)"), {"helper": outcome.participant_id, "narrow": narrow.participant_id})).all()
+        budgets = (await session.execute(text(  # the budget, tool definitions included (they take their share)
+            "SELECT a.participant_id = :helper, substring(d.reason from 'take \\d+ of the (\\d+) tokens')::int "
+            "FROM context_assemblies a JOIN policy_decisions d ON d.context_assembly_id = a.id "
+            "AND d.subject_ref = 'tools:offered' WHERE a.participant_id IN (:helper, :narrow)"),
+            {"helper": outcome.participant_id, "narrow": narrow.participant_id})).all()
         notes = (await session.scalars(text(
             "SELECT d.reason FROM policy_decisions d JOIN context_assemblies a ON a.id = d.context_assembly_id "
             "WHERE a.participant_id = :id AND d.kind = 'route'"), {"id": outcome.participant_id})).all()
@@ -172,7 +176,11 @@ async def test_a_participants_budget_follows_its_models_window_unless_its_agent_
             scope=scope, participant_id=participant.id, model_run_id=run.id, assembly_id=str(uuid.uuid4()),
             runtime_kind=RuntimeKind.CHAT, now=datetime.now(UTC)))
         async with deps.sessions() as session:
-            budgets[name] = (await assemblies.get_context_assembly(session, account_id,
-                                                                   assembled.assembly_id)).record.token_budget
+            stored = await assemblies.get_context_assembly(session, account_id, assembled.assembly_id)
+        [tools] = [d for d in stored.decisions if d.subject_ref == "tools:offered"]
+        taken, whole = map(int, re.search(r"take (\d+) of the (\d+) tokens", tools.reason).groups())
+        assert taken > 0 and stored.record.token_budget == whole - taken
+        budgets[name] = whole
     # Half the local server's 8k window; half a 200k window capped at 32k; the agent's own; the policy's.
-    assert budgets == {"Local": 4096, "Hosted": 32_768, "Capped": 9000, "Unknown": 8192}
+    # Each budget covers the tool definitions offered with the call too: the context gets the rest.
+    assert budgets == {"Local": 4096, "Hosted": 32_768, "Capped": 9000, "Unknown": 8192}, budgets

@@ -214,6 +214,15 @@ async def test_refusals(graph_deps) -> None:
     with pytest.raises(AssemblyNotReplayableError, match="before assemblies kept their replay inputs"):
         await recompute_assembly(graph_deps, outcome.account_id, fresh.assembly_id)
 
+    # An assembly another assembler version rendered: refused by name (a what-if may still recompute it).
+    older = await assemble_context(graph_deps, outcome.boundary)
+    async with graph_deps.sessions() as session, session.begin():
+        await session.execute(update(ContextAssembly).where(ContextAssembly.id == older.assembly_id)
+                              .values(assembler_version="dossier-assembler/3"))
+    with pytest.raises(AssemblyNotReplayableError, match="assembled by dossier-assembler/3 and this runtime"):
+        await recompute_assembly(graph_deps, outcome.account_id, older.assembly_id)
+    assert (await recompute_assembly(graph_deps, outcome.account_id, older.assembly_id, policy=DEFAULT_POLICY)).identical
+
 
 # --------------------------------------------------------------------------- a real multi-step turn through Temporal
 

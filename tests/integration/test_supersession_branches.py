@@ -77,3 +77,17 @@ async def test_a_pre_fork_memory_is_superseded_on_each_branch_that_has_a_newer_r
     assert "tier=platinum" in right_text and "tier=silver" not in right_text and "gold" not in right_text
     # The root never saw either newer result: its memory is current there.
     assert "tier=silver" in root_text and "gold" not in root_text and "platinum" not in root_text
+
+
+async def test_random_fork_and_refresh_histories_show_each_branch_exactly_its_lineages_newest_value(
+        graph_deps: GraphDeps) -> None:
+    """The hardening suite's branches part, on a few seeded histories: fresh and continued epochs alike."""
+    from harness.harden.branches import run_history
+
+    checked, violations = 0, []
+    for seed in range(6):
+        count, found = await run_history(graph_deps, seed)
+        checked += count
+        violations += found
+    assert checked >= 30
+    assert not violations, violations[:3]

@@ -46,7 +46,7 @@ from policy.derive import (
 from policy.enums import UNRESOLVED_STATUSES, ToolCallStatus
 from policy.lines import ARGUMENTS_CHARS, CLIPPED, RECEIPT_STATUS, STALE_MARKER, RefKind, status_word
 from policy.lines import ref as ref_of
-from policy.native import ERROR_TEXT, PENDING_TEXT, SUMMARY_TEXT, WITHHELD_TEXT
+from policy.native import ERROR_TEXT, PENDING_TEXT, SUMMARY_TEXT, SUPERSEDED_TEXT, WITHHELD_TEXT
 from policy.records import ToolCallRequest, canonical_json
 from policy.tools import ToolSpec, canonical_name
 
@@ -82,6 +82,7 @@ _NATIVE_PENDING = re.compile(re.escape(PENDING_TEXT.split("{", 1)[0]) + r"(?P<st
 _NATIVE_SUMMARY = re.compile(r"\[" + re.escape(RefKind.MEMORY) + r":(?P<id>[^\]\s]+)\] (?P<line>.*)"
                              + re.escape(SUMMARY_TEXT.split("}", 1)[1].split("{", 1)[0]) + r".*", re.DOTALL)
 _NATIVE_WITHHELD = WITHHELD_TEXT.split("{", 1)[0]
+_NATIVE_SUPERSEDED = SUPERSEDED_TEXT.split("{", 1)[0]
 _NATIVE_STALE = re.compile(
     r"\[" + re.escape(RefKind.MEMORY) + r":(?P<id>[^\]\s]+)\] (?P<line>" + re.escape(STALE_MARKER) + r".*)", re.DOTALL)
 _TITLE_ARG = re.compile(r", (?=[A-Za-z_]\w*=)")
@@ -250,7 +251,7 @@ def parse_memory(ref: str, text: str) -> MemoryLine:
     if result := _RESULT.fullmatch(text):
         parsed, clipped = _title_args(result.group("args"))
         return MemoryLine(ref, text, tool=result.group("tool"), args=parsed, args_clipped=clipped,
-                          result=result.group("rest").strip(), failed=result.group("sep") == FAILED_SEPARATOR)
+                          result=unquoted(result.group("rest").strip()), failed=result.group("sep") == FAILED_SEPARATOR)
     return MemoryLine(ref, text)
 
 
@@ -276,7 +277,7 @@ def parse_native(call: ToolCallRequest, content: str) -> MemoryLine | CallLine:
     if stale := _NATIVE_STALE.fullmatch(content):
         return replace(parse_memory(ref_of(RefKind.MEMORY, stale.group("id")), stale.group("line")),
                        tool=tool, args=args)
-    if content.startswith(_NATIVE_WITHHELD):
+    if content.startswith((_NATIVE_WITHHELD, _NATIVE_SUPERSEDED)):
         return MemoryLine(cited, content, tool=tool, args=args, result=content)
     if summary := _NATIVE_SUMMARY.fullmatch(content):
         line = parse_memory(ref_of(RefKind.MEMORY, summary.group("id")), summary.group("line"))
@@ -305,6 +306,18 @@ def _document(content: str) -> str:
         return to_json(parse_compact(content))
     except (CompactParseError, ValueError):
         return content
+
+
+def unquoted(text: str) -> str:
+    """A memory line's summary as the tool's words: the renderer quotes what follows the title
+    (:func:`policy.lines.quoted_data`); the caveats after the closing quote stay as they are."""
+    if not text.startswith('"'):
+        return text
+    try:
+        body, end = json.JSONDecoder().raw_decode(text)
+    except ValueError:
+        return text
+    return (body if isinstance(body, str) else text[:end]) + text[end:]
 
 
 def quoted(text: str) -> str:

@@ -30,13 +30,15 @@ def test_all_clean_figures_pass_and_each_bad_figure_fails():
     clean = dict(isolation_attempts=10, isolation_denied=10, taint_cases=5, taint_violations=0,
                  injection_payloads=225, injection_elevations=0, faults_injected=50, faults_survived=50,
                  artifacts_lost=0, artifacts_duplicated=0, fuzz_cases=10_000, fuzz_crashes=0, bad_inputs=41,
-                 bad_inputs_unclean=0, retention_sites=2_000, retention_survivors=0)
+                 bad_inputs_unclean=0, retention_sites=2_000, retention_survivors=0,
+                 branch_histories=40, branch_violations=0, untrusted_texts=675, untrusted_escapes=0)
     figures = Figures()
     figures.set(**clean)
     assert figures.exit_code() == 0 and figures.to_json()["ok"]
     for name, bad in (("isolation_denied", 9), ("taint_violations", 1), ("injection_elevations", 1),
                       ("faults_survived", 49), ("artifacts_lost", 1), ("artifacts_duplicated", 1),
-                      ("fuzz_crashes", 1), ("bad_inputs_unclean", 1), ("retention_survivors", 1)):
+                      ("fuzz_crashes", 1), ("bad_inputs_unclean", 1), ("retention_survivors", 1),
+                      ("branch_violations", 1), ("untrusted_escapes", 1)):
         broken = Figures()
         broken.set(**{**clean, name: bad})
         assert broken.exit_code() == 1, name
@@ -48,7 +50,8 @@ def test_a_full_run_below_the_issue_minimums_is_incomplete():
     figures.set(isolation_attempts=1, isolation_denied=1, taint_cases=1, taint_violations=0, injection_payloads=20,
                 injection_elevations=0, faults_injected=5, faults_survived=5, artifacts_lost=0,
                 artifacts_duplicated=0, fuzz_cases=100, fuzz_crashes=0, bad_inputs=1, bad_inputs_unclean=0,
-                retention_sites=1, retention_survivors=0)
+                retention_sites=1, retention_survivors=0, branch_histories=1, branch_violations=0,
+                untrusted_texts=1, untrusted_escapes=0)
     assert figures.exit_code() == 2
     figures.quick = True
     assert figures.exit_code() == 0
@@ -156,3 +159,30 @@ def test_more_real_records_are_not_forged_lines_but_a_forged_section_still_is():
     assert not [k for k in got if not k[1].endswith("-real") and k[1] != "blank" and got[k] > base[k]]
     got = structure(forged, real)
     assert got[("system", "item")] == 1 and got[("system", "title")] == 1
+
+
+def test_untrusted_text_finds_nothing_and_each_place_left_raw_is_an_escape(monkeypatch: pytest.MonkeyPatch):
+    """MCP schemas, skill instructions and text summaries as the runtime renders them hold no escape; undo
+    each neutraliser on purpose and the part counts escapes in that place."""
+    import activities.tools.mcp as mcp
+    import harness.harden.untrusted as untrusted
+    import policy.lines as lines
+    import policy.skills as skills
+
+    clean = Figures(quick=True)
+    untrusted.run_untrusted(clean, quick=True)
+    assert clean.values["untrusted_texts"] >= 180 and clean.values["untrusted_escapes"] == 0, clean.findings
+
+    breaks = {
+        "mcp": (untrusted, "neutral_schema", lambda server, tool, schema: dict(schema)),
+        "skill": (skills, "fenced_data", lambda text: text),
+        "summary": (lines, "quoted_summary", lambda summary, title: lines.inert(summary)),
+    }
+    for place, (module, name, raw) in breaks.items():
+        with monkeypatch.context() as patch:  # each neutraliser undone for its block only
+            patch.setattr(module, name, raw)
+            broken = Figures(quick=True)
+            untrusted.run_untrusted(broken, quick=True)
+        assert broken.values["untrusted_escapes"] > 0, place
+        assert {f["found"][0].split(" ")[0] for f in broken.findings} == {place}, (place, broken.findings[:2])
+    assert mcp.SCHEMA_MAX_CHARS < 97_673  # the 24k-token schema of the report is refused

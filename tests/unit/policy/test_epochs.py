@@ -477,7 +477,7 @@ def test_a_new_epoch_keeps_the_unread_step_native_and_summarises_older_ones(time
     assert result.content == "flight: HAT028\nstatus: on time"
     # The step before it is read: the prefix shows its memory line, not the raw bytes or the native call.
     prefix = "".join(m.content or "" for m in third.messages[:third.record.epoch.prefix_messages])
-    assert f"get_reservation(n={timeline.calls[0].arguments['n']}) → value=" in prefix
+    assert f"get_reservation(n={timeline.calls[0].arguments['n']}) → \"value=" in prefix
     assert "JG7FMM" not in prefix
 
 
@@ -513,7 +513,7 @@ def test_a_result_over_the_byte_cap_is_its_summary(timeline):
                                                         "default_token_budget": BIG_BUDGET})
     *_, third = a_tool_loop(timeline)
     result = appended(third)[1].content
-    assert result.startswith(f"{timeline.cite('m', 'mem-tc22-0')} get_reservation(n=22) → value=")
+    assert result.startswith(f"{timeline.cite('m', 'mem-tc22-0')} get_reservation(n=22) → \"value=")
     assert result.endswith("bytes in the runtime graph; over the 10-byte cap for whole results)")
 
 
