@@ -4,6 +4,8 @@ A history is a random sequence of steps on one conversation, through the live I/
 steps (``begin_tool_call``, ``ingest_tool_result``, ``fork_branch``,
 ``assemble_context``): *refresh* re-reads the same record on a branch (a
 ``crm.get_account`` of ``A-1`` whose result carries a value no other step uses),
+updates it (``crm.update_account``: the same record by resource, a write) or fails
+reading it (a 403 whose error carries a token no other step uses),
 *fork* starts a branch at the newest message of another, *ask* appends a user
 message and assembles the participant's context on a branch, fresh the first time
 and continuing its epoch after that (the policy decides; a call minutes later
@@ -13,8 +15,10 @@ The model of the history is the lineage itself: a forked branch sees what its
 parent saw up to the fork, then only its own refreshes. After every *ask* the
 context must show exactly the newest value of that lineage and no other value the
 history ever wrote (an older one of its own lineage is superseded, a sibling's is
-outside it). A **violation** is a context that shows another value, or not the
-newest one.
+outside it), and the newest failure after the lineage's last success as open
+recovery state, no settled or sibling failure. A **violation** is a context that shows
+another value or failure (except where a runtime note says what replaced or settled it),
+or not the newest value or open failure.
 """
 
 from __future__ import annotations
@@ -28,10 +32,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from activities.context import assemble_context
-from activities.ingest import ToolOutcome, begin_tool_call, ingest_tool_result
+from activities.ingest import ToolOutcome, begin_tool_call, ingest_tool_result, record_attempt_failure
 from harness.harden.report import Figures
 from harness.harden.stack import Stack
-from harness.scenarios.runner import context_text
 from policy.enums import MessageRole, RuntimeKind, ToolCallStatus
 from policy.records import GenerationBoundary
 from policy.tools import ToolSpec
@@ -40,6 +43,8 @@ from store.writes import NewMessage, NewToolCall
 
 PART = "branches"
 SPEC = ToolSpec(name="crm.get_account", result_kind="json", key_args=("account_id",))
+WRITE_SPEC = ToolSpec(name="crm.update_account", result_kind="json", key_args=("account_id",))
+"""Names the same record (``record:crm.account``, inferred) and writes it: it supersedes by resource."""
 T0 = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 
 
@@ -53,6 +58,8 @@ class _History:
     seen: dict[str, list[str]] = field(default_factory=dict)
     """Branch id -> the values its lineage read, oldest first (the model)."""
     written: set[str] = field(default_factory=set)
+    """Every value (``v…``) and failure token (``f…``) the history wrote."""
+    call_of: dict[str, str] = field(default_factory=dict)
     clock: int = 0
     steps: list[str] = field(default_factory=list)
 
@@ -66,22 +73,33 @@ class _History:
                 branch_id=branch, role=MessageRole.USER, content=text))).id
 
     async def refresh(self, branch: str) -> None:
-        value = f"v{len(self.written):02d}x{uuid.uuid4().hex[:6]}"
+        """Read the record again, or update it (a write supersedes by resource), or fail trying (a 403)."""
+        spec = WRITE_SPEC if self.rng.random() < 0.3 else SPEC
+        fails = spec is SPEC and self.rng.random() < 0.2
+        token = f"{'f' if fails else 'v'}{len(self.written):02d}x{uuid.uuid4().hex[:6]}"
+        arguments = {"account_id": "A-1", **({"tier": token} if spec is WRITE_SPEC else {})}
         call_id = f"call_{uuid.uuid4().hex[:12]}"
         if self.rng.random() < 0.7:  # as in a turn: the model's message asks for the call (a native result)
             async with self.deps.sessions() as session, session.begin():
                 await messages.append_message(session, self.account, self.conversation, NewMessage(
                     branch_id=branch, role=MessageRole.ASSISTANT, content="", author_participant_id=self.participant,
-                    tool_calls=[{"call_id": call_id, "name": SPEC.name, "arguments": {"account_id": "A-1"}}]))
+                    tool_calls=[{"call_id": call_id, "name": spec.name, "arguments": arguments}]))
         call = await begin_tool_call(self.deps, self.account, self.conversation, NewToolCall(
             branch_id=branch, participant_id=self.participant, call_id=call_id,
-            name=SPEC.name, arguments={"account_id": "A-1"}, runtime_kind=RuntimeKind.CHAT, at=self.now()))
-        await ingest_tool_result(self.deps, self.account, call.id, ToolOutcome(
-            status=ToolCallStatus.SUCCEEDED, result=f'{{"id":"A-1","tier":"{value}"}}'.encode(),
-            content_type="application/json"), captured_at=T0 + timedelta(seconds=20 * self.clock))
-        self.written.add(value)
-        self.seen[branch].append(value)
-        self.steps.append(f"refresh {self._name(branch)} -> {value}")
+            name=spec.name, arguments=arguments, runtime_kind=RuntimeKind.CHAT, at=self.now()))
+        at = T0 + timedelta(seconds=20 * self.clock)
+        if fails:
+            error = f"HTTPError: 403 Forbidden reading A-1 ({token})"
+            await record_attempt_failure(self.deps, self.account, call.id, attempt=1, final=True, error=error, at=at)
+            outcome = ToolOutcome(status=ToolCallStatus.FAILED, result=error.encode(), content_type="text/plain")
+        else:
+            outcome = ToolOutcome(status=ToolCallStatus.SUCCEEDED, result=f'{{"id":"A-1","tier":"{token}"}}'.encode(),
+                                  content_type="application/json")
+        await ingest_tool_result(self.deps, self.account, call.id, outcome, captured_at=at)
+        self.written.add(token)
+        self.call_of[token] = call.id
+        self.seen[branch].append(token)
+        self.steps.append(f"{'fail' if fails else spec.name.split('.')[1]} {self._name(branch)} -> {token}")
 
     async def fork(self, parent: str) -> None:
         at = await self.say(parent, "Let us try another way.")
@@ -97,15 +115,28 @@ class _History:
                                       participant_id=self.participant, runtime_kind=RuntimeKind.CHAT,
                                       provider_route="local", now=self.now())
         assembled = await assemble_context(self.deps, boundary)
-        text = context_text(assembled.result.messages)
+        # What the context says of the record: every message's text (a call's own arguments, what the model
+        # asked for, are not a statement of the record's value).
+        text = "\n".join(message.content or "" for message in assembled.result.messages)
         epoch = assembled.result.record.epoch
         self.steps.append(f"ask {self._name(branch)} ({epoch.reason[:40] if epoch is not None else 'no epoch'})")
-        lineage = self.seen[branch]
+        events = self.seen[branch]
+        values = [token for token in events if token.startswith("v")]
         wrong = []
-        if lineage and lineage[-1] not in text:
-            wrong.append(f"newest value {lineage[-1]} missing")
-        wrong += [f"shows {value} ({'older on its lineage' if value in lineage else 'not on its lineage'})"
-                  for value in sorted(self.written - set(lineage[-1:])) if value in text and not _noted(list(assembled.result.messages), value)]
+        if values and values[-1] not in text:
+            wrong.append(f"newest value {values[-1]} missing")
+        wrong += [f"shows {value} ({'older on its lineage' if value in values else 'not on its lineage'})"
+                  for value in sorted(v for v in self.written - set(values[-1:]) if v.startswith("v"))
+                  if value in text and not _noted(list(assembled.result.messages), value)]
+        # A failure stays open until a later success on its lineage settles it; then it is settled.
+        last_ok = max((i for i, token in enumerate(events) if token.startswith("v")), default=-1)
+        open_failures = [token for token in events[last_ok + 1:] if token.startswith("f")]
+        if open_failures and open_failures[-1] not in text:
+            wrong.append(f"open failure {open_failures[-1]} missing")
+        for token in sorted(t for t in self.written if t.startswith("f") and t not in open_failures):
+            short = self.call_of[token].removeprefix("call_")[:8]
+            if token in text and not re.search(r"(supersedes|completes what)[^\n]*\[t:" + short, text):
+                wrong.append(f"shows failure {token} ({'settled' if token in events else 'not on its lineage'})")
         return wrong
 
     def _name(self, branch: str) -> str:
@@ -139,7 +170,7 @@ def _noted(messages: list[Any], value: str) -> bool:
 async def run_history(deps: Any, seed: int, steps: int = 12) -> tuple[int, list[dict[str, Any]]]:
     """One random history; returns ``(contexts checked, violations)``."""
     rng = random.Random(seed)
-    deps = replace(deps, catalog=deps.catalog.model_copy(update={"tools": (*deps.catalog.tools, SPEC)}))
+    deps = replace(deps, catalog=deps.catalog.model_copy(update={"tools": (*deps.catalog.tools, SPEC, WRITE_SPEC)}))
     async with deps.sessions() as session, session.begin():
         account = await conversations.create_account(session, name=f"harden branches {seed}")
         conversation = await conversations.create_conversation(session, account, title="fork and refresh")
